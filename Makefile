@@ -1,0 +1,42 @@
+# Set-up and entry points. `make demo` and `make test` work on a fresh machine: each creates .venv when
+# missing, installs what it needs (Python packages, and on Debian the system packages), then runs.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: demo test test-slow lint sysdeps benchmarks clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# torch first, exactly this version: pip takes the CPU wheel on disk instead of a multi-GB CUDA build
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[cpu,dev]'
+	# pip pulls CUDA builds of these, which break `import transformers` on a CPU torch; text needs none
+	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+	touch $(STAMP)
+
+sysdeps:
+	@bash scripts/sysdeps.sh
+
+demo: $(STAMP) sysdeps
+	$(BIN)/terminus demo
+
+test: $(STAMP) sysdeps lint
+	$(BIN)/pytest -m "not slow"
+
+test-slow: $(STAMP) sysdeps
+	$(BIN)/pytest -m slow
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+benchmarks: $(STAMP) sysdeps
+	$(BIN)/python benchmarks/sandbox_overhead.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,74 @@
+"""Median per-command overhead of each sandbox backend over a bare `subprocess.run(["true"])`.
+
+All backends are measured side by side in one run (the machine is noisy; interleaving rounds keeps the
+comparison fair). Writes results/benchmarks/sandbox_overhead.json and prints it.
+
+    python benchmarks/sandbox_overhead.py [--n 200] [--docker-url unix:///path/docker.sock]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+from terminus.sandbox import SandboxError, make_sandbox
+from terminus.sandbox.bwrap import bwrap_path
+
+OUT = Path(__file__).resolve().parents[1] / "results" / "benchmarks" / "sandbox_overhead.json"
+
+
+def _time(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=200, help="commands per backend")
+    parser.add_argument("--docker-url", default=None, help="Docker engine socket (skipped when unreachable)")
+    args = parser.parse_args()
+
+    boxes = {"local": make_sandbox("local")}
+    if bwrap_path():
+        boxes["bwrap"] = make_sandbox("bwrap")
+    if args.docker_url:
+        from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
+
+        try:
+            boxes["docker"] = make_sandbox("docker", image=HOST_IMAGE, base_url=args.docker_url, binds=HOST_BINDS)
+        except SandboxError as err:
+            print(f"docker skipped: {err}")
+    samples: dict[str, list[float]] = {name: [] for name in ["bare", *boxes]}
+    try:
+        for box in boxes.values():  # warm-up
+            box.run("true", 10)
+        for i in range(args.n):
+            samples["bare"].append(_time(lambda: subprocess.run(["true"], check=True)))
+            for name, box in boxes.items():
+                if name == "docker" and i % 5:  # docker is ~50x slower; a fifth of the rounds is plenty
+                    continue
+                samples[name].append(_time(lambda box=box: box.run("true", 10)))
+    finally:
+        for box in boxes.values():
+            box.close()
+    bare = statistics.median(samples["bare"])
+    report = {
+        name: {"median_overhead_ms": round(statistics.median(times) - bare, 3), "n": len(times)}
+        for name, times in samples.items()
+        if name != "bare"
+    }
+    print(f"bare subprocess.run(['true']): median {bare:.3f} ms over {len(samples['bare'])} runs")
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    tmp = OUT.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    tmp.replace(OUT)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""A small invoicing library: the demo project the subagent works on."""

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# System packages the sandboxes use: bubblewrap (the default sandbox) and docker.io (the docker backend's
+# tests start a private engine). Installs them on Debian/Ubuntu when run as root; otherwise says how.
+set -uo pipefail
+need=()
+command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v dockerd >/dev/null || need+=(docker.io)
+((${#need[@]})) || exit 0
+if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+  echo "installing system packages: ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null && exit 0
+  echo "warning: apt-get could not install ${need[*]}" >&2
+fi
+echo "warning: missing system packages: ${need[*]}." >&2
+echo "  Debian/Ubuntu: sudo apt-get install ${need[*]}; conda: conda install -c conda-forge bubblewrap" >&2
+echo "  Without bubblewrap the sandbox falls back to 'local'; without dockerd the docker tests are skipped." >&2
+exit 0

@@ -1,0 +1,1 @@
+"""The Execution Subagent: its terminal tool (and, with the subagent issue, the loop and prompts)."""

@@ -1,0 +1,65 @@
+"""The `terminus` command: one subcommand per stage (they land with their issues)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from terminus.sandbox import BACKENDS, SandboxError, default_backend, make_sandbox
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+DEMO_PROJECT = Path(__file__).resolve().parents[2] / "examples" / "demo-project"
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+@app.command("run")
+def run_command(
+    command: str = typer.Argument(..., help="Shell command to run in the sandbox."),
+    repo: Path = typer.Option(Path("."), help="Repository to copy into the sandbox's workspace."),
+    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
+    timeout: float = typer.Option(60.0, help="Seconds before the command is killed."),
+) -> None:
+    """Run one command in a sandbox over a copy of REPO and print what the terminal tool returns."""
+    from terminus.agent.terminal import observation
+
+    if sandbox and sandbox not in BACKENDS:
+        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    try:
+        with make_sandbox(sandbox, repo) as box:
+            typer.echo(observation(box.run(command, timeout)))
+    except SandboxError as err:
+        _fail(str(err))
+
+
+@app.command("demo")
+def demo(sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where installed).")) -> None:
+    """Run the terminal tool on the bundled demo project and print every command and its result."""
+    from terminus.agent.terminal import Terminal, observation
+
+    backend = sandbox or default_backend()
+    typer.echo(f"demo project: {DEMO_PROJECT}\nsandbox: {backend}\n")
+    steps = [
+        ("ls -R src tests", 10_000),
+        ("cd tests && export PYTHONDONTWRITEBYTECODE=1", 5_000),
+        ("cd .. && python3 -m pytest -q -p no:cacheprovider", 120_000),
+    ]
+    try:
+        with make_sandbox(backend, DEMO_PROJECT) as box:
+            terminal = Terminal(box)
+            for command, timeout_ms in steps:
+                _, result = terminal({"command": command, "timeout_ms": timeout_ms})
+                typer.echo(f"$ {command}    # timeout {timeout_ms} ms, took {result.duration_s:.2f} s")
+                typer.echo(observation(result) + "\n")
+    except SandboxError as err:
+        _fail(str(err))
+
+
+def main() -> None:  # pragma: no cover
+    sys.exit(app())

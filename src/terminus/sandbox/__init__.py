@@ -1,0 +1,50 @@
+"""Where commands run. One protocol (`Sandbox.run(command, timeout_s) -> CommandResult`, `close()`), four
+backends: local, bwrap, docker, apptainer. See README's "Sandboxes" for what each does and does not isolate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from terminus.sandbox.base import CommandResult, Limits, Sandbox, SandboxError
+from terminus.sandbox.bwrap import bwrap_path
+
+BACKENDS = ("local", "bwrap", "docker", "apptainer")
+
+
+def default_backend() -> str:
+    """bwrap where bubblewrap exists, else local."""
+    return "bwrap" if bwrap_path() else "local"
+
+
+def make_sandbox(
+    backend: str | None,
+    source: Path | None = None,
+    limits: Limits | None = None,
+    network: bool = False,
+    **options,
+) -> Sandbox:
+    """Create a sandbox of the named backend over a copy of `source`.
+
+    `options` are backend-specific: `image` (docker, apptainer), `base_url`, `binds` (docker).
+    """
+    backend = backend or default_backend()
+    if backend == "local":
+        from terminus.sandbox.local import LocalSandbox
+
+        return LocalSandbox(source, limits, network)
+    if backend == "bwrap":
+        from terminus.sandbox.bwrap import BwrapSandbox
+
+        return BwrapSandbox(source, limits, network)
+    if backend == "docker":
+        from terminus.sandbox.docker import DockerSandbox
+
+        return DockerSandbox(source, limits, network, **options)
+    if backend == "apptainer":
+        from terminus.sandbox.apptainer import ApptainerSandbox
+
+        return ApptainerSandbox(source, limits, network, **options)
+    raise SandboxError(f"unknown sandbox backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+__all__ = ["BACKENDS", "CommandResult", "Limits", "Sandbox", "SandboxError", "default_backend", "make_sandbox"]

@@ -1,0 +1,54 @@
+"""`apptainer`: for HPC nodes without Docker. Runs each command in `apptainer exec` from a .sif file or a
+docker image reference, with a contained, clean environment and a writable tmpfs overlay."""
+
+from __future__ import annotations
+
+import shutil
+
+from terminus.sandbox.base import ProcessSandbox, SandboxError
+
+WORKSPACE = "/workspace"
+STATE = "/run/terminus"
+
+
+def apptainer_path() -> str | None:
+    return shutil.which("apptainer") or shutil.which("singularity")
+
+
+class ApptainerSandbox(ProcessSandbox):
+    name = "apptainer"
+    inside_workspace = WORKSPACE
+    inside_state = STATE
+
+    def __init__(self, *args, image: str, **kwargs) -> None:
+        if apptainer_path() is None:
+            raise SandboxError("apptainer (or singularity) is not on PATH; it is installed on HPC nodes, not here")
+        if not image:
+            raise SandboxError("the apptainer sandbox needs an image: a .sif path or docker://REF")
+        self.image = image
+        super().__init__(*args, **kwargs)
+
+    @property
+    def inside_home(self) -> str:
+        return "/home/sandbox"
+
+    @property
+    def inside_tmp(self) -> str:
+        return "/tmp"
+
+    def argv(self) -> list[str]:
+        argv = [
+            apptainer_path() or "apptainer", "exec",
+            "--contain", "--cleanenv", "--writable-tmpfs", "--pid", "--no-home",
+            "--home", f"{self.ws.home}:/home/sandbox",
+            "--bind", f"{self.ws.repo}:{WORKSPACE}",
+            "--bind", f"{self.ws.state}:{STATE}",
+            "--bind", f"{self.ws.tmp}:/tmp",
+            "--pwd", WORKSPACE,
+        ]  # fmt: skip
+        if not self.network:
+            argv += ["--net", "--network", "none"]
+        # --cleanenv drops the host environment; pass ours explicitly.
+        for key, value in self.env().items():
+            argv += ["--env", f"{key}={value}"]
+        return [*argv, self.image, "/bin/bash", "--noprofile", "--norc", f"{STATE}/wrapper.sh", STATE]

@@ -1,0 +1,316 @@
+"""The sandbox protocol, its result record, limits, and the machinery shared by process-based backends.
+
+A sandbox owns one workspace (a copy of a repository) for one episode. Every command runs in a fresh
+`bash` that first restores the working directory and exported variables the previous command left, and
+saves them when it exits, so `cd build` then `make` works as in a real terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from terminus.sandbox.output import OutputCollector
+from terminus.sandbox.procs import MARKER_VAR, EnvMarker, PidsCgroup, make_tracker
+
+log = logging.getLogger(__name__)
+
+# Only these variables of the harness reach a command: API keys, tokens and cluster credentials never do.
+ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME")
+
+
+@dataclass
+class CommandResult:
+    """What one command did. `output` is stdout and stderr interleaved, normalised, head and tail kept."""
+
+    command: str
+    output: str
+    exit_code: int | None
+    duration_s: float
+    timed_out: bool = False
+    truncated: bool = False
+    output_bytes: int = 0
+    elided_bytes: int = 0
+    output_capped: bool = False
+    leftover_processes: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Limits:
+    """Resource limits applied to every command. None switches a limit off."""
+
+    address_space_mb: int | None = 16384
+    """RLIMIT_AS: virtual memory per process. JVMs reserve a lot of address space; keep it generous."""
+    cpu_time_s: int | None = 900
+    """RLIMIT_CPU: CPU seconds per process, a backstop behind the wall-clock timeout."""
+    processes: int | None = 1024
+    """pids cgroup limit (and RLIMIT_NPROC, which binds only non-root users)."""
+    file_size_mb: int | None = 1024
+    """RLIMIT_FSIZE: the largest file a command may write."""
+    max_timeout_s: float = 1800.0
+    """Timeouts asked for are capped at this."""
+    output_head_bytes: int = 5000
+    output_tail_bytes: int = 5000
+    max_output_bytes: int = 256 * 1024 * 1024
+    """A command that writes more than this is killed (e.g. `yes`); what was kept is returned."""
+    extra_env: dict[str, str] = field(default_factory=dict)
+    """Variables set in every command's environment on top of the allowlist."""
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    workspace: Path
+
+    def run(self, command: str, timeout_s: float) -> CommandResult: ...
+
+    def close(self) -> None: ...
+
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot be created or used (missing binary, bad image, no daemon)."""
+
+
+WRAPPER = r"""# terminus: runs one command with the shell state the previous one left. $1 is the state folder.
+__t_state="$1"
+{ZULIMITS}
+if [ -f "$__t_state/env" ]; then . "$__t_state/env" >/dev/null 2>&1; fi
+if [ -f "$__t_state/cwd" ]; then read -r __t_cwd < "$__t_state/cwd"; cd "$__t_cwd" 2>/dev/null; fi
+__t_save() {
+  __t_rc=$?
+  { pwd > "$__t_state/cwd"; export -p > "$__t_state/env"; } 2>/dev/null
+  {ZEPILOGUE}
+  exit $__t_rc
+}
+trap __t_save EXIT
+exec 2>&1 </dev/null
+unset __t_cwd
+. "$__t_state/command"
+"""
+
+
+def render_wrapper(limits: Limits, epilogue: str = "") -> str:
+    ulimits = []
+    if limits.address_space_mb:
+        ulimits.append(f"ulimit -v {limits.address_space_mb * 1024}")
+    if limits.cpu_time_s:
+        ulimits.append(f"ulimit -t {limits.cpu_time_s}")
+    if limits.processes:
+        ulimits.append(f"ulimit -u {limits.processes}")
+    if limits.file_size_mb:
+        ulimits.append(f"ulimit -f {limits.file_size_mb * 1024}")  # bash counts 1024-byte blocks
+    body = " 2>/dev/null; ".join(ulimits) + " 2>/dev/null" if ulimits else ":"
+    return WRAPPER.replace("{ZULIMITS}", body).replace("{ZEPILOGUE}", epilogue or ":")
+
+
+class Workspace:
+    """A private copy of a repository plus the folders a sandbox needs next to it."""
+
+    def __init__(self, source: Path | None, root: Path | None = None) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="terminus-", dir=root))
+        self.repo = self.root / "workspace"
+        self.home = self.root / "home"
+        self.tmp = self.root / "tmp"
+        self.state = self.root / "state"
+        if source is not None:
+            source = Path(source)
+            if not source.is_dir():
+                raise SandboxError(f"repository folder {source} does not exist or is not a folder")
+            shutil.copytree(source, self.repo, symlinks=True)
+        else:
+            self.repo.mkdir()
+        for folder in (self.home, self.tmp, self.state):
+            folder.mkdir()
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class ProcessSandbox:
+    """Base for backends whose command is a local process (local, bwrap, apptainer).
+
+    Subclasses give `argv()` (how bash is launched) and the paths as the command sees them.
+    """
+
+    name = "process"
+    inside_workspace: str  # the workspace path as the command sees it
+    inside_state: str
+
+    def __init__(self, source: Path | None = None, limits: Limits | None = None, network: bool = False) -> None:
+        self.limits = limits or Limits()
+        self.network = network
+        self.ws = Workspace(source)
+        self.workspace = self.ws.repo
+        self.tracker = make_tracker(self.limits.processes)
+        self._closed = False
+        (self.ws.state / "wrapper.sh").write_text(render_wrapper(self.limits))
+        (self.ws.state / "cwd").write_text(self.inside_workspace + "\n")
+
+    # -- what subclasses provide -------------------------------------------------------------------
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def kill_main(self, proc: subprocess.Popen) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    # -- shared ------------------------------------------------------------------------------------
+    def env(self) -> dict[str, str]:
+        env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
+        env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+        env.setdefault("LANG", "C.UTF-8")
+        env.update(
+            HOME=self.inside_home,
+            TMPDIR=self.inside_tmp,
+            TERM="dumb",
+            PAGER="cat",
+            GIT_PAGER="cat",
+            DEBIAN_FRONTEND="noninteractive",
+            PIP_NO_INPUT="1",
+            CI="true",
+            TERMINUS_WORKSPACE=self.inside_workspace,
+        )
+        env.update(self.limits.extra_env)
+        if isinstance(self.tracker, EnvMarker):
+            env[MARKER_VAR] = self.tracker.value
+        return env
+
+    @property
+    def inside_home(self) -> str:
+        return str(self.ws.home)
+
+    @property
+    def inside_tmp(self) -> str:
+        return str(self.ws.tmp)
+
+    def _launch(self) -> subprocess.Popen:
+        argv = self.argv()
+        if isinstance(self.tracker, PidsCgroup):
+            # Join the cgroup before bash exists, so nothing the command does can start outside it.
+            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.tracker.procs_file), *argv]
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=self.env(),
+            cwd=self.ws.root,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+    def run(self, command: str, timeout_s: float) -> CommandResult:
+        if self._closed:
+            raise SandboxError("the sandbox is closed")
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError("command must be a non-empty string")
+        timeout_s = max(0.1, min(float(timeout_s), self.limits.max_timeout_s))
+        (self.ws.state / "command").write_text(command + "\n")
+        collector = OutputCollector(self.limits.output_head_bytes, self.limits.output_tail_bytes)
+        start = time.monotonic()
+        proc = self._launch()
+        self._leftovers = 0
+        deadline = start + timeout_s
+        timed_out, capped = self._pump(proc, collector, deadline)
+        try:  # EOF can come long before the exit: a command may close its output and go on
+            exit_code = proc.wait(timeout=max(0.0, deadline - time.monotonic()) + (2.0 if timed_out else 0.0))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self._kill(proc)
+            exit_code = proc.wait()
+        duration = time.monotonic() - start
+        leftovers = self._leftovers + self._kill_leftovers(proc)
+        return CommandResult(
+            command=command,
+            output=collector.text(),
+            exit_code=None if timed_out else exit_code,
+            duration_s=round(duration, 4),
+            timed_out=timed_out,
+            truncated=collector.elided > 0,
+            output_bytes=collector.total,
+            elided_bytes=max(0, collector.elided),
+            output_capped=capped,
+            leftover_processes=leftovers,
+        )
+
+    def _pump(self, proc: subprocess.Popen, collector: OutputCollector, deadline: float) -> tuple[bool, bool]:
+        """Read output until EOF, the deadline or the output cap; returns (timed_out, capped)."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        os.set_blocking(fd, False)
+        sel = selectors.DefaultSelector()
+        sel.register(fd, selectors.EVENT_READ, "out")
+        pidfd = os.pidfd_open(proc.pid)
+        sel.register(pidfd, selectors.EVENT_READ, "exit")
+        timed_out = capped = False
+        grace: float | None = None  # once the main process is gone, how long we still wait for EOF
+        try:
+            while True:
+                now = time.monotonic()
+                limit = grace if grace is not None else deadline
+                if now >= limit:
+                    if grace is None:
+                        timed_out = True
+                        self._kill(proc)
+                        grace = now + 2.0
+                        continue
+                    break
+                for key, _ in sel.select(timeout=limit - now):
+                    if key.data == "exit":
+                        sel.unregister(pidfd)
+                        # Daemons may hold the pipe open: kill them so EOF comes, and stop waiting soon.
+                        self._leftovers += self._kill_leftovers(proc)
+                        grace = time.monotonic() + 1.0
+                        continue
+                    try:
+                        chunk = os.read(fd, 1 << 16)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        return timed_out, capped
+                    collector.feed(chunk)
+                    if collector.total > self.limits.max_output_bytes and not capped:
+                        capped = True
+                        self._kill(proc)
+                        grace = time.monotonic() + 2.0
+        finally:
+            sel.close()
+            os.close(pidfd)
+            proc.stdout.close()
+        return timed_out, capped
+
+    def _kill_leftovers(self, proc: subprocess.Popen) -> int:
+        """Kill whatever the command left running. The process-group kill comes first: it is atomic with
+        respect to fork, so a fork bomb that never left the group dies at once, whatever the tracker."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return self.tracker.kill_all()
+
+    def _kill(self, proc: subprocess.Popen) -> None:
+        self.kill_main(proc)
+        self.tracker.kill_all()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.tracker.remove()
+        self.ws.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,21 @@
+"""`local`: a plain subprocess. Process-tree containment, rlimits and a scrubbed environment; no filesystem or
+network isolation. For machines without bubblewrap, and as the fastest backend for trusted code."""
+
+from __future__ import annotations
+
+from terminus.sandbox.base import ProcessSandbox
+
+
+class LocalSandbox(ProcessSandbox):
+    name = "local"
+
+    @property
+    def inside_workspace(self) -> str:  # type: ignore[override]
+        return str(self.ws.repo)
+
+    @property
+    def inside_state(self) -> str:  # type: ignore[override]
+        return str(self.ws.state)
+
+    def argv(self) -> list[str]:
+        return ["/bin/bash", "--noprofile", "--norc", str(self.ws.state / "wrapper.sh"), str(self.ws.state)]
