@@ -61,5 +61,42 @@ def demo(sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap
         _fail(str(err))
 
 
+@app.command("exec")
+def exec_subagent(
+    repo: Path = typer.Option(..., help="Repository the subagent works on (a copy; your tree is never modified)."),
+    query: str = typer.Option(..., help="What the main agent asks, e.g. 'run the tests and tell me what fails'."),
+    description: str = typer.Option("", help="Optional context from the main agent."),
+    policy: str = typer.Option("scripted", help="scripted | openai | transformers | vllm"),
+    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
+    max_turns: int = typer.Option(10, min=1, help="Turn limit; the last turn must give the final answer."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole trajectory record as JSON."),
+) -> None:
+    """Run the Execution Subagent on any directory and print its final answer and notes."""
+    import json
+
+    from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
+    from terminus.models import make_policy
+
+    if not repo.is_dir():
+        _fail(f"--repo {repo} does not exist or is not a folder")
+    if sandbox and sandbox not in BACKENDS:
+        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    try:
+        agent_policy = make_policy(policy)
+    except (ValueError, NotImplementedError) as err:
+        _fail(str(err))
+    try:
+        with make_sandbox(sandbox, repo) as box:
+            traj = ExecutionSubagent(agent_policy, box, AgentConfig(max_turns=max_turns)).run(query, description)
+    except SandboxError as err:
+        _fail(str(err))
+    if traj.termination == "crash":
+        _fail(f"the episode crashed: {traj.error}")
+    if as_json:
+        typer.echo(json.dumps(traj.to_dict(), ensure_ascii=False))
+    else:
+        typer.echo(answer_text(traj))
+
+
 def main() -> None:  # pragma: no cover
     sys.exit(app())

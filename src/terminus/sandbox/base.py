@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 
 # Only these variables of the harness reach a command: API keys, tokens and cluster credentials never do.
 ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME")
+# Where rustup and pyenv keep their toolchains; read-only use is enough, so they are passed through.
+TOOLCHAIN_HOMES = {"RUSTUP_HOME": ".rustup", "PYENV_ROOT": ".pyenv"}
 
 
 @dataclass
@@ -182,6 +184,12 @@ class ProcessSandbox:
             CI="true",
             TERMINUS_WORKSPACE=self.inside_workspace,
         )
+        # Toolchain managers installed in the harness user's home keep working when HOME moves.
+        for var, folder in TOOLCHAIN_HOMES.items():
+            if var in os.environ:
+                env[var] = os.environ[var]
+            elif (Path.home() / folder).is_dir():
+                env[var] = str(Path.home() / folder)
         env.update(self.limits.extra_env)
         if isinstance(self.tracker, EnvMarker):
             env[MARKER_VAR] = self.tracker.value

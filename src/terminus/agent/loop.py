@@ -1,0 +1,223 @@
+"""The Execution Subagent's turn loop: `run()` repeats `step()` until an exit, each exit an exception.
+
+Contract (the paper's): one command per turn through the terminal tool, an explicit timeout on each call, a
+turn limit whose last turn asks for the final answer, and on a timeout the tool is withdrawn, the final
+answer forced, and a note appended for the main agent. The trajectory is saved after every turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import jinja2
+import yaml
+
+from terminus.agent.parsing import FormatError, parse_final_answer, parse_tool_calls
+from terminus.agent.terminal import TERMINAL_TOOL, TOOL_NAME, Terminal, ToolCallError, observation
+from terminus.agent.trajectory import Trajectory, Turn, write_json_atomic
+from terminus.sandbox import Sandbox
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PROMPTS = Path(__file__).resolve().parents[3] / "configs" / "agent" / "execution_subagent.yaml"
+PROMPT_KEYS = ("system", "user", "last_turn", "timeout_forced", "format_error", "timeout_note")
+
+
+class Policy(Protocol):
+    """messages + tools -> assistant message (`content`, optional `tool_calls`, optional `usage`)."""
+
+    name: str
+
+    def respond(self, messages: list[dict], tools: list[dict]) -> dict: ...
+
+
+@dataclass
+class AgentConfig:
+    max_turns: int = 10
+    """Turns (model replies) per episode; the last one is told to answer now."""
+    max_format_errors: int = 3
+    """Consecutive unusable replies before the episode ends with `format_error`."""
+    max_timeout_ms: int = 600_000
+    """Cap on the timeout a model may ask for."""
+    prompts: Path = DEFAULT_PROMPTS
+
+
+class Prompts:
+    def __init__(self, path: Path) -> None:
+        try:
+            raw = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as err:
+            raise ValueError(f"cannot read prompt file {path}: {err}") from err
+        missing = [k for k in PROMPT_KEYS if not isinstance(raw, dict) or k not in raw]
+        if missing:
+            raise ValueError(f"prompt file {path} lacks the keys {missing}")
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+        self.templates = {k: env.from_string(raw[k]) for k in PROMPT_KEYS}
+
+    def render(self, key: str, **values) -> str:
+        return self.templates[key].render(**values).strip()
+
+
+class Exit(Exception):
+    termination = "final_answer"
+
+
+class Submitted(Exit):
+    termination = "final_answer"
+
+
+class TurnLimit(Exit):
+    termination = "turn_limit"
+
+
+class TimeoutForced(Exit):
+    termination = "timeout_forced"
+
+
+class FormatLimit(Exit):
+    termination = "format_error"
+
+
+class ExecutionSubagent:
+    def __init__(self, policy: Policy, sandbox: Sandbox, config: AgentConfig | None = None) -> None:
+        self.policy = policy
+        self.sandbox = sandbox
+        self.config = config or AgentConfig()
+        self.prompts = Prompts(self.config.prompts)
+        self.terminal = Terminal(sandbox, self.config.max_timeout_ms)
+
+    def run(
+        self,
+        query: str,
+        description: str = "",
+        *,
+        task_id: str | None = None,
+        parent_id: str | None = None,
+        trajectory_id: str | None = None,
+        save_to: Path | None = None,
+    ) -> Trajectory:
+        self.traj = Trajectory(
+            id=trajectory_id or uuid.uuid4().hex,
+            task_id=task_id,
+            parent_id=parent_id,
+            policy=self.policy.name,
+            query=query,
+            description=description,
+        )
+        self.save_to = save_to
+        workspace = getattr(self.sandbox, "inside_workspace", str(self.sandbox.workspace))
+        self.traj.messages = [
+            {"role": "system", "content": self.prompts.render("system", workspace=workspace, **self._limits())},
+            {"role": "user", "content": self.prompts.render("user", query=query, description=description)},
+        ]
+        self._consecutive_errors = 0
+        try:
+            while True:
+                self.step()
+        except Exit as done:
+            self.traj.termination = done.termination
+        except Exception as err:  # a policy or sandbox failure ends the episode, recorded, never silently
+            log.exception("episode %s crashed", self.traj.id)
+            self.traj.termination = "crash"
+            self.traj.error = f"{type(err).__name__}: {err}"
+        self._save()
+        return self.traj
+
+    def _limits(self) -> dict:
+        return {"max_turns": self.config.max_turns}
+
+    def step(self) -> None:
+        replies = sum(1 for m in self.traj.messages if m["role"] == "assistant")
+        last = replies + 1 >= self.config.max_turns
+        if last:
+            self._add({"role": "user", "content": self.prompts.render("last_turn")})
+        reply = self._query(tools=[] if last else [TERMINAL_TOOL])
+        if self._finish_if_answered(reply):
+            raise Submitted()
+        if last:
+            raise TurnLimit()
+        try:
+            calls = parse_tool_calls(reply)
+            if not calls:
+                raise FormatError("it holds neither a tool call nor a <final_answer>")
+            call = calls[0]  # one command per turn; further calls are not run
+            if call.name != TOOL_NAME:
+                raise FormatError(f"there is no tool {call.name!r}; the only tool is {TOOL_NAME!r}")
+            terminal_call, result = self.terminal(call.arguments)
+        except (FormatError, ToolCallError) as err:
+            self.traj.format_errors += 1
+            self._consecutive_errors += 1
+            self._add({"role": "user", "content": self.prompts.render("format_error", error=str(err))})
+            self._save()
+            if self._consecutive_errors >= self.config.max_format_errors:
+                raise FormatLimit() from None
+            return
+        self._consecutive_errors = 0
+        tool_message = {"role": "tool", "name": TOOL_NAME, "content": observation(result)}
+        if call.id:
+            tool_message["tool_call_id"] = call.id
+        self._add(tool_message)
+        usage = reply.get("usage") or {}
+        self.traj.turns.append(
+            Turn(
+                command=terminal_call.command,
+                timeout_ms=terminal_call.timeout_ms,
+                exit_code=result.exit_code,
+                duration_s=result.duration_s,
+                timed_out=result.timed_out,
+                output_chars=len(result.output),
+                truncated=result.truncated,
+                prompt_tokens=usage.get("prompt_tokens", 0),
+                completion_tokens=usage.get("completion_tokens", 0),
+            )
+        )
+        self._save()
+        if result.timed_out:
+            self._force_final(terminal_call.command, result.duration_s)
+
+    def _force_final(self, command: str, seconds: float) -> None:
+        """The tool is withdrawn: one more reply, without tools, must be the final answer."""
+        values = {"command": command, "seconds": f"{seconds:.0f}"}
+        self._add({"role": "user", "content": self.prompts.render("timeout_forced", **values)})
+        reply = self._query(tools=[])
+        self._finish_if_answered(reply)
+        self.traj.notes.append(self.prompts.render("timeout_note", **values))
+        raise TimeoutForced()
+
+    def _query(self, tools: list[dict]) -> dict:
+        reply = self.policy.respond(list(self.traj.messages), tools)
+        message = {"role": "assistant", "content": reply.get("content") or ""}
+        if reply.get("tool_calls"):
+            message["tool_calls"] = reply["tool_calls"]
+        usage = reply.get("usage") or {}
+        self.traj.prompt_tokens += int(usage.get("prompt_tokens", 0) or 0)
+        self.traj.completion_tokens += int(usage.get("completion_tokens", 0) or 0)
+        self.traj.policy_retries += int(reply.get("retries", 0) or 0)
+        self._add(message)
+        return reply
+
+    def _finish_if_answered(self, reply: dict) -> bool:
+        entries = parse_final_answer(reply.get("content") or "")
+        if entries is None:
+            return False
+        self.traj.final_answer = entries
+        return True
+
+    def _add(self, message: dict) -> None:
+        self.traj.messages.append(message)
+
+    def _save(self) -> None:
+        if self.save_to is not None:
+            write_json_atomic(self.save_to, self.traj.to_dict())
+
+
+def answer_text(traj: Trajectory) -> str:
+    """What the main agent receives: the final answer pairs, then the notes."""
+    from terminus.agent.parsing import render_final_answer
+
+    parts = [render_final_answer(traj.final_answer)] if traj.final_answer else ["(the subagent gave no final answer)"]
+    return "\n".join(parts + traj.notes)

@@ -1,0 +1,65 @@
+"""The trajectory record (schema in ../shared/ARCHITECTURE.md), written atomically after every turn."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+SCHEMA = "terminus.trajectory/1"
+TERMINATIONS = ("final_answer", "turn_limit", "timeout_forced", "format_error", "crash")
+
+
+@dataclass
+class Turn:
+    command: str
+    timeout_ms: int
+    exit_code: int | None
+    duration_s: float
+    timed_out: bool
+    output_chars: int
+    truncated: bool
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class Trajectory:
+    id: str
+    task_id: str | None
+    parent_id: str | None
+    policy: str
+    query: str
+    description: str = ""
+    messages: list[dict] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    format_errors: int = 0
+    policy_retries: int = 0
+    termination: str | None = None
+    final_answer: list[dict[str, str]] | None = None
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    schema: str = SCHEMA
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def write_json_atomic(path: Path, payload: dict) -> None:
+    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(payload, fh, ensure_ascii=False, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,289 @@
+"""`scripted`: a deterministic expert subagent with no model, the offline teacher and the tests' reference.
+
+It works only through the terminal, like a model: it first lists the build files, picks the project root
+and toolchain, runs the build and/or the tests the query asks for, reads the real output, and summarises
+each command with the facts a main agent needs (counts, failing tests, first error with file:line,
+warnings, missing dependency and the fix).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import PurePosixPath
+
+TOOL = "run_in_terminal"
+DISCOVER = (
+    "find . -maxdepth 3 \\( -name pyproject.toml -o -name setup.py -o -name package.json -o -name CMakeLists.txt"
+    " -o -name Makefile -o -name Cargo.toml -o -name go.mod \\) -not -path '*/node_modules/*'"
+    " -not -path './build/*' -not -path '*/target/*' | sort"
+)
+# Build file -> (kind, priority). Lower priority wins when several sit in the same folder.
+MARKERS = {
+    "Cargo.toml": ("rust", 0),
+    "go.mod": ("go", 0),
+    "CMakeLists.txt": ("cmake", 0),
+    "package.json": ("node", 1),
+    "pyproject.toml": ("python", 1),
+    "setup.py": ("python", 2),
+    "Makefile": ("make", 3),
+}
+BUILD_WORDS = re.compile(r"\b(build|compile|compiles|compiling|make)\b", re.I)
+TEST_WORDS = re.compile(r"\b(tests?|testing|suite|pass|fail\w*|unit)\b", re.I)
+NO_TEST = re.compile(r"\b(only|just)\s+(build|compile)|\bdo(?:n't| not) run (?:the )?tests\b", re.I)
+
+
+def plan(kind: str, root: str, query: str) -> list[tuple[str, int]]:
+    """The commands for a project kind and a query, with their timeouts in ms."""
+    cd = "" if root in ("", ".") else f"cd {root} && "
+    wants_build = bool(BUILD_WORDS.search(query))
+    wants_tests = bool(TEST_WORDS.search(query)) and not NO_TEST.search(query)
+    if not wants_build and not wants_tests:
+        wants_tests = True  # "what is wrong", "diagnose the error": running the tests shows it
+    steps: list[tuple[str, int]] = []
+    if kind == "python":
+        if wants_build and not wants_tests:
+            steps.append((f"{cd}python3 -m compileall -q .", 60_000))
+        if wants_tests:
+            steps.append((f"{cd}python3 -m pytest -q -p no:cacheprovider -o addopts='' 2>&1", 120_000))
+    elif kind == "node":
+        if wants_tests or wants_build:
+            steps.append((f"{cd}node --test 2>&1", 120_000))
+    elif kind == "cmake":
+        steps.append(
+            (f"{cd}cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug >/dev/null && cmake --build build 2>&1", 180_000)
+        )
+        if wants_tests:
+            steps.append((f"{cd}ctest --test-dir build --output-on-failure 2>&1", 120_000))
+    elif kind == "rust":
+        steps.append((f"{cd}cargo build --offline 2>&1", 180_000))
+        if wants_tests:
+            steps.append((f"{cd}cargo test --offline 2>&1", 180_000))
+    elif kind == "go":
+        steps.append((f"{cd}go build ./... 2>&1", 120_000))
+        if wants_tests:
+            steps.append((f"{cd}go test ./... 2>&1", 120_000))
+    elif kind == "make":
+        steps.append((f"{cd}make 2>&1", 180_000))
+        if wants_tests:
+            steps.append((f"{cd}make test 2>&1", 180_000))
+    return steps
+
+
+def pick_project(listing: str) -> tuple[str, str] | None:
+    """(kind, root) of the shallowest recognised build file; ties by MARKERS priority."""
+    best = None
+    for line in listing.splitlines():
+        path = PurePosixPath(line.strip())
+        if path.name not in MARKERS:
+            continue
+        kind, priority = MARKERS[path.name]
+        key = (len(path.parts), priority)
+        if best is None or key < best[0]:
+            best = (key, kind, str(path.parent))
+    return (best[1], best[2]) if best else None
+
+
+# -- summaries ---------------------------------------------------------------------------------------------
+def _exit_code(observation: str) -> int | None:
+    match = re.search(r"\[exit code (-?\d+)\]\s*$", observation)
+    return int(match.group(1)) if match else None
+
+
+def _first(pattern: str, text: str, flags: int = re.M) -> re.Match | None:
+    return re.search(pattern, text, flags)
+
+
+def _missing_module(text: str) -> str | None:
+    match = _first(r"ModuleNotFoundError: No module named '([\w.]+)'", text) or _first(
+        r"Cannot find (?:module|package) '([^']+)'", text
+    )
+    return match.group(1).split(".")[0] if match else None
+
+
+_ABSOLUTE_WORKSPACE = re.compile(r"(?:file://)?(?:/[\w.-]+)*/workspace/")
+
+
+def summarise(kind: str, command: str, observation: str) -> str:
+    """Facts from one command's output, in one or two sentences."""
+    if "timed out after" in observation.splitlines()[-1]:
+        return "Timed out before finishing; results are incomplete."
+    code = _exit_code(observation)
+    text = _ABSOLUTE_WORKSPACE.sub("", observation)  # paths relative to the repository, as the main agent sees it
+    facts: list[str] = []
+    missing = _missing_module(text)
+    if "pytest" in command:
+        counts = _first(r"^=*\s*((?:\d+ \w+(?: \w+)?,? ?)+) in [\d.]+s", text)
+        facts.append(f"pytest: {counts.group(1).strip()}" if counts else "pytest did not report a summary")
+        failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)
+        if failed:
+            facts.append(
+                "failing: " + ", ".join(failed[:10]) + (f" (+{len(failed) - 10} more)" if len(failed) > 10 else "")
+            )
+        where = re.findall(r"^(\S+\.py):(\d+): (\w+(?:Error|Exception))", text, re.M)
+        if where:
+            path, line, error = where[0]
+            message = _first(rf"^E\s+{error}: (.*)$", text)
+            facts.append(
+                f"first failure: {error} at {path}:{line}" + (f" ({message.group(1)[:160]})" if message else "")
+            )
+        elif collection := _first(
+            r'^E\s+File "([^"]+)", line (\d+)[\s\S]*?^E\s+(\w+(?:Error|Exception)):? ?(.*)$', text
+        ):
+            path, line, error, message = collection.groups()
+            facts.append(f"collection error: {error} at {path}:{line}" + (f" ({message[:160]})" if message else ""))
+    elif "node --test" in command:
+        passed, failed = _first(r"^# pass (\d+)", text), _first(r"^# fail (\d+)", text)
+        if passed and failed:
+            facts.append(f"node:test: {passed.group(1)} passed, {failed.group(1)} failed")
+        names = re.findall(r"^\s*not ok \d+ - (.+)$", text, re.M)
+        names = [n for n in names if not n.endswith(".js") and not n.endswith(".mjs")]
+        if names:
+            facts.append("failing: " + ", ".join(names[:10]))
+        loc = _first(r"\(([\w./-]+\.m?js):(\d+):\d+\)", text)
+        if loc and names:
+            facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
+    elif "cmake --build" in command or command.rstrip().endswith("make 2>&1"):
+        errors = re.findall(r"^([\w./-]+\.(?:c|cc|cpp|h|hpp)):(\d+):\d+: (?:fatal )?error: (.+)$", text, re.M)
+        warnings = len(re.findall(r"^[\w./-]+:\d+:\d+: warning:", text, re.M))
+        if errors:
+            path, line, message = errors[0]
+            facts.append(f"build failed: {len(errors)} error(s); first at {path}:{line}: {message}")
+        elif code == 0:
+            facts.append("build succeeded")
+        else:
+            facts.append("build failed")
+        facts.append(f"{warnings} warning(s)")
+    elif "ctest" in command:
+        summary = _first(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", text)
+        if summary:
+            failed, total = int(summary.group(2)), int(summary.group(3))
+            facts.append(f"ctest: {total - failed} passed, {failed} failed of {total}")
+        names = re.findall(r"^\s*\d+ - (\S+) \(Failed\)", text, re.M)
+        if names:
+            facts.append("failing: " + ", ".join(names))
+        loc = _first(r"^([\w./-]+\.(?:c|cc|cpp)):(\d+): .*(?:FAIL|Assertion|assert)", text)
+        if loc:
+            facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
+    elif command.startswith(("cargo", "cd")) and "cargo" in command:
+        err = _first(r"^error(?:\[(E\d+)\])?: (.+)\n\s*--> ([^\s:]+):(\d+):\d+", text)
+        if err:
+            facts.append(
+                f"compile error{' ' + err.group(1) if err.group(1) else ''} at "
+                f"{err.group(3)}:{err.group(4)}: {err.group(2)}"
+            )
+        results = re.findall(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored", text)
+        if results:
+            passed = sum(int(r[0]) for r in results)
+            failed = sum(int(r[1]) for r in results)
+            facts.append(f"cargo test: {passed} passed, {failed} failed")
+        names = re.findall(r"^test (\S+) \.\.\. FAILED", text, re.M)
+        if names:
+            facts.append("failing: " + ", ".join(names))
+        panic = _first(r"panicked at ([^\s:]+):(\d+):\d+:\n(.+)", text)
+        if panic:
+            facts.append(f"first panic at {panic.group(1)}:{panic.group(2)}: {panic.group(3).strip()[:160]}")
+        if not facts:
+            facts.append("build succeeded" if code == 0 else "failed")
+        warnings = len(re.findall(r"^warning: ", text, re.M))
+        if "build" in command:
+            facts.append(f"{warnings} warning(s)")
+    elif "go build" in command or "go test" in command:
+        err = _first(r"^(?:\./)?([\w./-]+\.go):(\d+):\d+: (.+)$", text)
+        names = re.findall(r"^\s*--- FAIL: (\w+)", text, re.M)
+        passed = len(re.findall(r"^\s*--- PASS: ", text, re.M))
+        if "go test" in command:
+            oks = len(re.findall(r"^ok\s", text, re.M))
+            fails = len(re.findall(r"^FAIL[ \t]+\S+", text, re.M))
+            facts.append(
+                f"go test: {oks} package(s) ok, {fails} failed"
+                + (f"; failing tests: {', '.join(names)}" if names else "")
+            )
+            if passed:
+                facts.append(f"{passed} test(s) passed (-v)")
+        where = _first(r"^\s+([\w./-]+_test\.go):(\d+): (.+)$", text)
+        if names and where:
+            facts.append(f"first failure at {where.group(1)}:{where.group(2)}: {where.group(3)[:160]}")
+        if err and not (names and "go test" in command):
+            facts.append(
+                f"{'compile error' if 'go build' in command else 'error'} at "
+                f"{err.group(1)}:{err.group(2)}: {err.group(3)}"
+            )
+        elif "go build" in command:
+            facts.append("build succeeded" if code == 0 else "build failed")
+        elif err:
+            facts.append(f"first failure at {err.group(1)}:{err.group(2)}: {err.group(3)}")
+    else:
+        facts.append("succeeded" if code == 0 else "failed")
+    if missing:
+        fix = {"python": f"pip install {missing}", "node": f"npm install {missing}"}.get(kind, f"install {missing}")
+        facts.append(f"missing dependency '{missing}' (fix: {fix})")
+    facts.append(f"exit code {code}")
+    return "; ".join(facts) + "."
+
+
+class ScriptedPolicy:
+    """Deterministic: the same conversation always gets the same reply."""
+
+    name = "scripted"
+
+    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+        query = next(m["content"] for m in messages if m["role"] == "user")
+        done = _executed(messages)  # [(command, observation)]
+        if not done:
+            if not tools:
+                return _answer([])
+            return _call(DISCOVER, 30_000)
+        project = pick_project(done[0][1])
+        steps = plan(*project, query) if project else []
+        issued = {command for command, _ in done}
+        remaining = [s for s in steps if s[0] not in issued]
+        stop = not tools or not remaining or _build_failed(done)
+        if not stop:
+            return _call(*remaining[0])
+        kind = project[0] if project else "unknown"
+        entries = []
+        for command, obs in done:
+            if command == DISCOVER:
+                root = f"{project[1]}" if project else None
+                summary = f"Found a {kind} project at {root}." if project else "No recognised build files found."
+            else:
+                summary = summarise(kind, command, obs)
+            entries.append({"command": command, "summary": summary})
+        return _answer(entries)
+
+
+def _build_failed(done: list[tuple[str, str]]) -> bool:
+    """Stop after a failed build: its tests cannot run, and the build error is the answer."""
+    command, obs = done[-1]
+    is_build = any(k in command for k in ("cmake --build", "cargo build", "go build", "make 2>&1"))
+    return is_build and _exit_code(obs) not in (0, None)
+
+
+def _executed(messages: list[dict]) -> list[tuple[str, str]]:
+    pairs, pending = [], None
+    for message in messages:
+        if message["role"] == "assistant":
+            pending = None
+            for call in message.get("tool_calls") or []:
+                args = call["function"]["arguments"]
+                pending = (json.loads(args) if isinstance(args, str) else args).get("command")
+        elif message["role"] == "tool" and pending is not None:
+            pairs.append((pending, message["content"]))
+            pending = None
+    return pairs
+
+
+def _call(command: str, timeout_ms: int) -> dict:
+    arguments = json.dumps({"command": command, "timeout_ms": timeout_ms})
+    return {
+        "content": "",
+        "tool_calls": [{"id": "call_" + hashlib.sha1(command.encode()).hexdigest()[:12], "type": "function",
+                        "function": {"name": TOOL, "arguments": arguments}}],
+    }  # fmt: skip
+
+
+def _answer(entries: list[dict[str, str]]) -> dict:
+    pairs = "\n".join(f"Command: {e['command']}\nSummary: {e['summary']}" for e in entries)
+    return {"content": f"<final_answer>\n{pairs}\n</final_answer>"}
