@@ -14,11 +14,7 @@ import re
 from pathlib import PurePosixPath
 
 TOOL = "run_in_terminal"
-DISCOVER = (
-    "find . -maxdepth 3 \\( -name pyproject.toml -o -name setup.py -o -name package.json -o -name CMakeLists.txt"
-    " -o -name Makefile -o -name Cargo.toml -o -name go.mod \\) -not -path '*/node_modules/*'"
-    " -not -path './build/*' -not -path '*/target/*' | sort"
-)
+DISCOVER = "find . -maxdepth 3 -not -path '*/.*' -not -path '*/node_modules/*' | sort | head -500"
 # Build file -> (kind, priority). Lower priority wins when several sit in the same folder.
 MARKERS = {
     "Cargo.toml": ("rust", 0),
@@ -34,6 +30,14 @@ TEST_WORDS = re.compile(r"\b(tests?|testing|suite|pass|fail\w*|unit)\b", re.I)
 NO_TEST = re.compile(r"\b(only|just)\s+(build|compile)|\bdo(?:n't| not) run (?:the )?tests\b", re.I)
 
 
+def logged(build: str) -> str:
+    """A build whose full log goes to a file; the terminal shows errors, the warning count and the tail."""
+    return (
+        f'{build} > "$TMPDIR/build.log" 2>&1; rc=$?; grep -E ": (fatal )?error" "$TMPDIR/build.log" | head -20; '
+        f'echo "warnings: $(grep -c ": warning:" "$TMPDIR/build.log")"; tail -3 "$TMPDIR/build.log"; exit $rc'
+    )
+
+
 def plan(kind: str, root: str, query: str) -> list[tuple[str, int]]:
     """The commands for a project kind and a query, with their timeouts in ms."""
     cd = "" if root in ("", ".") else f"cd {root} && "
@@ -46,14 +50,12 @@ def plan(kind: str, root: str, query: str) -> list[tuple[str, int]]:
         if wants_build and not wants_tests:
             steps.append((f"{cd}python3 -m compileall -q .", 60_000))
         if wants_tests:
-            steps.append((f"{cd}python3 -m pytest -q -p no:cacheprovider -o addopts='' 2>&1", 120_000))
+            steps.append((f"{cd}python3 -m pytest -q 2>&1", 120_000))
     elif kind == "node":
         if wants_tests or wants_build:
             steps.append((f"{cd}node --test 2>&1", 120_000))
     elif kind == "cmake":
-        steps.append(
-            (f"{cd}cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug >/dev/null && cmake --build build 2>&1", 180_000)
-        )
+        steps.append((f"{cd}cmake -S . -B build >/dev/null && {logged('cmake --build build')}", 180_000))
         if wants_tests:
             steps.append((f"{cd}ctest --test-dir build --output-on-failure 2>&1", 120_000))
     elif kind == "rust":
@@ -65,7 +67,7 @@ def plan(kind: str, root: str, query: str) -> list[tuple[str, int]]:
         if wants_tests:
             steps.append((f"{cd}go test ./... 2>&1", 120_000))
     elif kind == "make":
-        steps.append((f"{cd}make 2>&1", 180_000))
+        steps.append((f"{cd}{logged('make')}", 180_000))
         if wants_tests:
             steps.append((f"{cd}make test 2>&1", 180_000))
     return steps
@@ -144,9 +146,10 @@ def summarise(kind: str, command: str, observation: str) -> str:
         loc = _first(r"\(([\w./-]+\.m?js):(\d+):\d+\)", text)
         if loc and names:
             facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
-    elif "cmake --build" in command or command.rstrip().endswith("make 2>&1"):
+    elif "cmake --build" in command or "make >" in command:
         errors = re.findall(r"^([\w./-]+\.(?:c|cc|cpp|h|hpp)):(\d+):\d+: (?:fatal )?error: (.+)$", text, re.M)
-        warnings = len(re.findall(r"^[\w./-]+:\d+:\d+: warning:", text, re.M))
+        counted = _first(r"^warnings: (\d+)$", text)
+        warnings = int(counted.group(1)) if counted else len(re.findall(r"^[\w./-]+:\d+:\d+: warning:", text, re.M))
         if errors:
             path, line, message = errors[0]
             facts.append(f"build failed: {len(errors)} error(s); first at {path}:{line}: {message}")
@@ -257,7 +260,7 @@ class ScriptedPolicy:
 def _build_failed(done: list[tuple[str, str]]) -> bool:
     """Stop after a failed build: its tests cannot run, and the build error is the answer."""
     command, obs = done[-1]
-    is_build = any(k in command for k in ("cmake --build", "cargo build", "go build", "make 2>&1"))
+    is_build = any(k in command for k in ("cmake --build", "cargo build", "go build", "make >"))
     return is_build and _exit_code(obs) not in (0, None)
 
 
