@@ -65,11 +65,13 @@ def cmake_verbose(root: Path, n: int) -> list[str]:
     for i in range(n):
         expect = i * 2 if i not in (7, 42) else -1
         files[f"tests/t{i}.c"] = (
-            f'#include <stdio.h>\nint main(void) {{ int unused_{i}; if ({i} * 2 != {expect}) {{ '
+            f"#include <stdio.h>\nint main(void) {{ int unused_{i}; if ({i} * 2 != {expect}) {{ "
             f'printf("t{i}.c:1: FAIL\\n"); return 1; }} return 0; }}\n'
         )
         files["CMakeLists.txt"] += f"add_executable(t{i} tests/t{i}.c)\nadd_test(NAME rate_{i} COMMAND t{i})\n"
-    files["CMakeLists.txt"] = files["CMakeLists.txt"].replace("project(fx C)", "project(fx C)\nadd_compile_options(-Wall)")
+    files["CMakeLists.txt"] = files["CMakeLists.txt"].replace(
+        "project(fx C)", "project(fx C)\nadd_compile_options(-Wall)"
+    )
     _write(root, files)
     return ["build succeeded", f"{n} warning(s)", f"{n - 2} passed, 2 failed of {n}", "rate_7", "rate_42"]
 
@@ -88,8 +90,8 @@ def rust_verbose(root: Path, n: int) -> list[str]:
 
 def go_verbose(root: Path, n: int) -> list[str]:
     tests = "".join(
-        f"func TestRate{i}(t *testing.T) {{\n\tt.Logf(\"checking rate table {i}\")\n"
-        f"\tif Convert({i}) != {i * 2 if i not in (7, 42) else -1} {{\n\t\tt.Fatalf(\"rate {i}\")\n\t}}\n}}\n\n"
+        f'func TestRate{i}(t *testing.T) {{\n\tt.Logf("checking rate table {i}")\n'
+        f'\tif Convert({i}) != {i * 2 if i not in (7, 42) else -1} {{\n\t\tt.Fatalf("rate {i}")\n\t}}\n}}\n\n'
         for i in range(n)
     )
     _write(root, {
