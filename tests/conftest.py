@@ -111,3 +111,11 @@ def sandbox_factory(backend, request):
     yield make
     for box in made:
         box.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """The tiny Qwen3-architecture model, built once per test session (a few seconds)."""
+    from terminus.train.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")

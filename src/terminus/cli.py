@@ -67,6 +67,8 @@ def exec_subagent(
     query: str = typer.Option(..., help="What the main agent asks, e.g. 'run the tests and tell me what fails'."),
     description: str = typer.Option("", help="Optional context from the main agent."),
     policy: str = typer.Option("scripted", help="scripted | openai | transformers | vllm"),
+    model: str = typer.Option(None, help="Hub id or model folder (transformers, vllm) or served model (openai)."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     max_turns: int = typer.Option(10, min=1, help="Turn limit; the last turn must give the final answer."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole trajectory record as JSON."),
@@ -81,21 +83,35 @@ def exec_subagent(
         _fail(f"--repo {repo} does not exist or is not a folder")
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    from terminus.models.openai_compat import PolicyError
+
     try:
-        agent_policy = make_policy(policy)
-    except (ValueError, NotImplementedError) as err:
+        agent_policy = make_policy(policy, model=model, base_url=base_url)
+    except (ValueError, PolicyError, OSError) as err:
         _fail(str(err))
     try:
         with make_sandbox(sandbox, repo) as box:
             traj = ExecutionSubagent(agent_policy, box, AgentConfig(max_turns=max_turns)).run(query, description)
     except SandboxError as err:
         _fail(str(err))
-    if traj.termination == "crash":
+    if traj.termination == "crash":  # e.g. the endpoint went away: one line, non-zero exit
         _fail(f"the episode crashed: {traj.error}")
     if as_json:
         typer.echo(json.dumps(traj.to_dict(), ensure_ascii=False))
     else:
         typer.echo(answer_text(traj))
+
+
+@app.command("tiny-model")
+def tiny_model(
+    out: Path = typer.Option(..., help="Folder to write the model to (a Hugging Face model folder)."),
+    seed: int = typer.Option(0, help="Initialisation seed."),
+) -> None:
+    """Build the tiny Qwen3-architecture model and tokenizer (the smoke scale's base model)."""
+    from terminus.train.tiny import build_tiny_model
+
+    path = build_tiny_model(out, seed=seed)
+    typer.echo(f"tiny model written to {path}")
 
 
 def main() -> None:  # pragma: no cover

@@ -1,0 +1,80 @@
+"""A tiny Qwen3-architecture model with its own tokenizer, built locally: the smoke scale's base model and the
+tests' model. It loads through the same `from_pretrained` code as `Qwen/Qwen3-4B`."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[3]
+CHAT_TEMPLATE = ROOT / "configs" / "agent" / "chat_template.jinja"
+SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# Ordinary (non-special) tokens: vLLM strips special tokens before its tool parser sees the text.
+MARKUP = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<final_answer>", "</final_answer>",
+          "<think>", "</think>", "Command:", "Summary:", '{"name": "run_in_terminal", "arguments": ']  # fmt: skip
+
+
+def _seed_corpus() -> list[str]:
+    """Text the tokenizer is trained on when no corpus is given: prompts, tool schema, shell and test output."""
+    texts = [p.read_text() for p in (ROOT / "configs" / "agent").glob("*") if p.is_file()]
+    texts += [p.read_text() for p in ROOT.glob("src/terminus/**/*.py")]
+    texts += [p.read_text() for p in (ROOT / "examples").rglob("*") if p.is_file()]
+    return texts
+
+
+def build_tokenizer(texts: list[str], vocab_size: int = 4096):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
+    )
+    fast.add_tokens(MARKUP)  # whole tokens, not special
+    fast.chat_template = CHAT_TEMPLATE.read_text()
+    return fast
+
+
+def build_tiny_model(out: Path, texts: list[str] | None = None, seed: int = 0, vocab_size: int = 4096) -> Path:
+    """Write a Hugging Face model folder (config, safetensors, tokenizer, chat template, generation config)."""
+    import torch
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(seed)
+    tokenizer = build_tokenizer(texts or _seed_corpus(), vocab_size)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=128,
+        intermediate_size=384,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=32,
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+        torch_dtype="float32",
+    )
+    model = Qwen3ForCausalLM(config)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    GenerationConfig(
+        eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id, do_sample=False
+    ).save_pretrained(out)
+    params = sum(p.numel() for p in model.parameters())
+    (out / "terminus_tiny.json").write_text(json.dumps({"parameters": params, "seed": seed}) + "\n")
+    log.info("tiny model with %d parameters written to %s", params, out)
+    return out

