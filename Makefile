@@ -37,6 +37,7 @@ lint: $(STAMP)
 
 benchmarks: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/sandbox_overhead.py
+	$(BIN)/python benchmarks/summary_compression.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
