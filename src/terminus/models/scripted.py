@@ -38,6 +38,22 @@ def logged(build: str) -> str:
     )
 
 
+def recipes() -> dict[str, tuple[tuple[str, int] | None, tuple[str, int], bool]]:
+    """kind -> (build command and timeout or None, test command and timeout, whether the build always runs)."""
+    return {
+        "python": (("python3 -m compileall -q .", 60_000), ("python3 -m pytest -q 2>&1", 120_000), False),
+        "node": (None, ("node --test 2>&1", 120_000), False),
+        "cmake": (
+            (f"cmake -S . -B build >/dev/null && {logged('cmake --build build')}", 180_000),
+            ("ctest --test-dir build --output-on-failure 2>&1", 120_000),
+            True,
+        ),
+        "rust": (("cargo build --offline 2>&1", 180_000), ("cargo test --offline 2>&1", 180_000), True),
+        "go": (("go build ./... 2>&1", 120_000), ("go test ./... 2>&1", 120_000), True),
+        "make": ((logged("make"), 180_000), ("make test 2>&1", 180_000), True),
+    }
+
+
 def plan(kind: str, root: str, query: str) -> list[tuple[str, int]]:
     """The commands for a project kind and a query, with their timeouts in ms."""
     cd = "" if root in ("", ".") else f"cd {root} && "
@@ -45,31 +61,12 @@ def plan(kind: str, root: str, query: str) -> list[tuple[str, int]]:
     wants_tests = bool(TEST_WORDS.search(query)) and not NO_TEST.search(query)
     if not wants_build and not wants_tests:
         wants_tests = True  # "what is wrong", "diagnose the error": running the tests shows it
+    build, test, build_always = recipes()[kind]
     steps: list[tuple[str, int]] = []
-    if kind == "python":
-        if wants_build and not wants_tests:
-            steps.append((f"{cd}python3 -m compileall -q .", 60_000))
-        if wants_tests:
-            steps.append((f"{cd}python3 -m pytest -q 2>&1", 120_000))
-    elif kind == "node":
-        if wants_tests or wants_build:
-            steps.append((f"{cd}node --test 2>&1", 120_000))
-    elif kind == "cmake":
-        steps.append((f"{cd}cmake -S . -B build >/dev/null && {logged('cmake --build build')}", 180_000))
-        if wants_tests:
-            steps.append((f"{cd}ctest --test-dir build --output-on-failure 2>&1", 120_000))
-    elif kind == "rust":
-        steps.append((f"{cd}cargo build --offline 2>&1", 180_000))
-        if wants_tests:
-            steps.append((f"{cd}cargo test --offline 2>&1", 180_000))
-    elif kind == "go":
-        steps.append((f"{cd}go build ./... 2>&1", 120_000))
-        if wants_tests:
-            steps.append((f"{cd}go test ./... 2>&1", 120_000))
-    elif kind == "make":
-        steps.append((f"{cd}{logged('make')}", 180_000))
-        if wants_tests:
-            steps.append((f"{cd}make test 2>&1", 180_000))
+    if build and (build_always or not wants_tests):
+        steps.append((cd + build[0], build[1]))
+    if wants_tests or build is None:  # projects without a build step answer a build request with their tests
+        steps.append((cd + test[0], test[1]))
     return steps
 
 

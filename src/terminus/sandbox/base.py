@@ -140,6 +140,16 @@ class Workspace:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def stage_command(ws: Workspace, limits: Limits, closed: bool, command: str, timeout_s: float) -> float:
+    """Check a command, write it where the wrapper reads it, and return the capped timeout (all backends)."""
+    if closed:
+        raise SandboxError("the sandbox is closed")
+    if not isinstance(command, str) or not command.strip():
+        raise ValueError("command must be a non-empty string")
+    (ws.state / "command").write_text(command + "\n")
+    return max(0.1, min(float(timeout_s), limits.max_timeout_s))
+
+
 class ProcessSandbox:
     """Base for backends whose command is a local process (local, bwrap, apptainer).
 
@@ -220,12 +230,7 @@ class ProcessSandbox:
         )
 
     def run(self, command: str, timeout_s: float) -> CommandResult:
-        if self._closed:
-            raise SandboxError("the sandbox is closed")
-        if not isinstance(command, str) or not command.strip():
-            raise ValueError("command must be a non-empty string")
-        timeout_s = max(0.1, min(float(timeout_s), self.limits.max_timeout_s))
-        (self.ws.state / "command").write_text(command + "\n")
+        timeout_s = stage_command(self.ws, self.limits, self._closed, command, timeout_s)
         collector = OutputCollector(self.limits.output_head_bytes, self.limits.output_tail_bytes)
         start = time.monotonic()
         proc = self._launch()

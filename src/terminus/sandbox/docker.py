@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from terminus.sandbox.base import CommandResult, Limits, SandboxError, Workspace, render_wrapper
+from terminus.sandbox.base import CommandResult, Limits, SandboxError, Workspace, render_wrapper, stage_command
 from terminus.sandbox.output import OutputCollector
 
 log = logging.getLogger(__name__)
@@ -112,12 +112,7 @@ class DockerSandbox:
             self.container.start()
 
     def run(self, command: str, timeout_s: float) -> CommandResult:
-        if self._closed:
-            raise SandboxError("the sandbox is closed")
-        if not isinstance(command, str) or not command.strip():
-            raise ValueError("command must be a non-empty string")
-        timeout_s = max(0.1, min(float(timeout_s), self.limits.max_timeout_s))
-        (self.ws.state / "command").write_text(command + "\n")
+        timeout_s = stage_command(self.ws, self.limits, self._closed, command, timeout_s)
         self._ensure_running()
         api = self.client.api
         exec_id = api.exec_create(
