@@ -77,6 +77,23 @@ def test_timeout_forces_the_answer_and_adds_a_note(box):
     assert traj.notes == ["Note: the command `sleep 30` timed out after 0 s; its result is incomplete."]
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["python3 -c 'input(\"Proceed? \")'", "printf 'Do you want to continue? [Y/n] '; read a; exit 1"],
+)
+def test_waiting_for_input_forces_the_answer_and_adds_a_note(box, command):
+    policy = FixedReplies([call(command), FINAL, call("echo never")])
+    traj = ExecutionSubagent(policy, box).run("q")
+    assert traj.termination == "timeout_forced" and policy.seen_tools[-1] == []
+    assert traj.final_answer is not None and len(traj.turns) == 1
+    assert traj.notes and "waited for interactive input" in traj.notes[0]
+
+
+def test_an_ordinary_failure_is_not_an_input_wait(box):
+    traj = ExecutionSubagent(FixedReplies([call("echo 'build failed: missing header'; exit 2"), FINAL]), box).run("q")
+    assert traj.termination == "final_answer" and not traj.notes
+
+
 def test_format_errors_get_feedback_then_end_the_episode(box):
     bad = [{"content": "I will run ls"}, {"content": "<tool_call>{not json</tool_call>"}, call("")]
     traj = ExecutionSubagent(FixedReplies(bad), box, AgentConfig(max_format_errors=3)).run("q")

@@ -8,6 +8,7 @@ answer forced, and a note appended for the main agent. The trajectory is saved a
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,21 @@ from terminus.sandbox import Sandbox
 log = logging.getLogger(__name__)
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parents[3] / "configs" / "agent" / "execution_subagent.yaml"
-PROMPT_KEYS = ("system", "user", "last_turn", "timeout_forced", "format_error", "timeout_note")
+PROMPT_KEYS = (
+    "system", "user", "last_turn", "timeout_forced", "format_error", "timeout_note", "input_forced", "input_note"
+)  # fmt: skip
+# What a command that wanted an answer on its (closed) stdin leaves at the end of its output.
+_INPUT_PROMPT = re.compile(
+    r"(\[y/n\]|\(y/n\)|\(yes/no[^)]*\)|password[^\n]*:|passphrase[^\n]*:|press (?:any key|enter)|"
+    r"EOFError: EOF when reading a line|end of file on stdin|Aborted?\.?|read error|Do you want to continue\?)",
+    re.I,
+)
+
+
+def waited_for_input(output: str) -> bool:
+    """True when a failed command's last lines show it stopped at a prompt (stdin is /dev/null, so it got EOF)."""
+    tail = "\n".join(output.rstrip().splitlines()[-3:])
+    return bool(_INPUT_PROMPT.search(tail))
 
 
 class Policy(Protocol):
@@ -177,15 +192,18 @@ class ExecutionSubagent:
         )
         self._save()
         if result.timed_out:
-            self._force_final(terminal_call.command, result.duration_s)
+            self._force_final(terminal_call.command, result.duration_s, "timeout")
+        if result.exit_code not in (0, None) and waited_for_input(result.output):
+            self._force_final(terminal_call.command, result.duration_s, "input")
 
-    def _force_final(self, command: str, seconds: float) -> None:
+    def _force_final(self, command: str, seconds: float, why: str) -> None:
         """The tool is withdrawn: one more reply, without tools, must be the final answer."""
         values = {"command": command, "seconds": f"{seconds:.0f}"}
-        self._add({"role": "user", "content": self.prompts.render("timeout_forced", **values)})
+        forced, note = ("timeout_forced", "timeout_note") if why == "timeout" else ("input_forced", "input_note")
+        self._add({"role": "user", "content": self.prompts.render(forced, **values)})
         reply = self._query(tools=[])
         self._finish_if_answered(reply)
-        self.traj.notes.append(self.prompts.render("timeout_note", **values))
+        self.traj.notes.append(self.prompts.render(note, **values))
         raise TimeoutForced()
 
     def _query(self, tools: list[dict]) -> dict:
