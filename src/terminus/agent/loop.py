@@ -31,7 +31,7 @@ PROMPT_KEYS = (
 # What a command that wanted an answer on its (closed) stdin leaves at the end of its output.
 _INPUT_PROMPT = re.compile(
     r"(\[y/n\]|\(y/n\)|\(yes/no[^)]*\)|password[^\n]*:|passphrase[^\n]*:|press (?:any key|enter)|"
-    r"EOFError: EOF when reading a line|end of file on stdin|Aborted?\.?|read error|Do you want to continue\?)",
+    r"EOFError: EOF when reading a line|end of file on stdin|Do you want to continue\?)",
     re.I,
 )
 
