@@ -23,7 +23,8 @@ TIGHT = Limits(
 )
 
 
-def _processes() -> dict[int, str]:
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every live user-space process."""
     table = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -37,8 +38,23 @@ def _processes() -> dict[int, str]:
             fields = stat.rsplit(")", 1)[-1].split()
             kernel_thread = int(fields[6]) & 0x00200000  # PF_KTHREAD
             if fields[0] != "Z" and not kernel_thread:
-                table[int(entry.name)] = cmdline.strip()
+                table[int(entry.name)] = (int(fields[1]), cmdline.strip())
     return table
+
+
+def _ours(pid: int, table: dict[int, tuple[int, str]], before: set[int]) -> bool:
+    """Whether a new process descends from this test run (or was orphaned to init), not from some other program
+    that happens to run on the machine at the same time."""
+    seen = set()
+    while pid in table and pid not in seen:
+        seen.add(pid)
+        parent = table[pid][0]
+        if parent in (1, os.getpid()):
+            return True
+        if parent in before:
+            return False
+        pid = parent
+    return True
 
 
 @pytest.fixture
@@ -48,7 +64,9 @@ def no_leftovers():
     yield
     deadline = time.monotonic() + 10
     while True:
-        new = {pid: cmd for pid, cmd in _processes().items() if pid not in before and pid != os.getpid()}
+        table = _processes()
+        new = {pid: cmd for pid, (_, cmd) in table.items() if pid not in before and pid != os.getpid()}
+        new = {pid: cmd for pid, cmd in new.items() if _ours(pid, table, before)}
         # the shared Docker engine (started once per session) and its shims are not the test's leftovers
         new = {pid: cmd for pid, cmd in new.items() if not any(d in cmd for d in ("dockerd", "containerd"))}
         if not new or time.monotonic() > deadline:
