@@ -29,3 +29,4 @@ def test_demo_runs_the_bundled_project():
     result = runner.invoke(app, ["demo", "--sandbox", "local"])
     assert result.exit_code == 0, result.output
     assert "1 failed, 3 passed" in result.output
+    assert "tests/test_totals.py::test_invoice_total_adds_vat" in result.output.split("returns:")[1]

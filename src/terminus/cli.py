@@ -40,25 +40,28 @@ def run_command(
 
 @app.command("demo")
 def demo(sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where installed).")) -> None:
-    """Run the terminal tool on the bundled demo project and print every command and its result."""
-    from terminus.agent.terminal import Terminal, observation
+    """Run the Execution Subagent (scripted expert) on the bundled demo project and print what happened."""
+    from terminus.agent.loop import ExecutionSubagent, answer_text
+    from terminus.models import make_policy
 
     backend = sandbox or default_backend()
-    typer.echo(f"demo project: {DEMO_PROJECT}\nsandbox: {backend}\n")
-    steps = [
-        ("ls -R src tests", 10_000),
-        ("cd tests && export PYTHONDONTWRITEBYTECODE=1", 5_000),
-        ("cd .. && python3 -m pytest -q -p no:cacheprovider", 120_000),
-    ]
+    query = "Run the unit tests and tell me what fails and why."
+    typer.echo(f"demo project: {DEMO_PROJECT}\nsandbox: {backend}\nmain agent asks: {query}\n")
     try:
         with make_sandbox(backend, DEMO_PROJECT) as box:
-            terminal = Terminal(box)
-            for command, timeout_ms in steps:
-                _, result = terminal({"command": command, "timeout_ms": timeout_ms})
-                typer.echo(f"$ {command}    # timeout {timeout_ms} ms, took {result.duration_s:.2f} s")
-                typer.echo(observation(result) + "\n")
+            traj = ExecutionSubagent(make_policy("scripted"), box).run(query)
     except SandboxError as err:
         _fail(str(err))
+    tool_outputs = [m["content"] for m in traj.messages if m["role"] == "tool"]
+    for turn, output in zip(traj.turns, tool_outputs, strict=False):
+        typer.echo(f"$ {turn.command}    # timeout {turn.timeout_ms} ms, took {turn.duration_s:.2f} s")
+        lines = output.splitlines()
+        shown = lines if len(lines) <= 12 else [*lines[:6], f"... ({len(lines) - 10} lines) ...", *lines[-4:]]
+        typer.echo("\n".join(f"  | {line}" for line in shown) + "\n")
+    raw = sum(len(o) for o in tool_outputs)
+    answer = answer_text(traj)
+    typer.echo(f"termination: {traj.termination}; the subagent saw {raw} characters of output and returns:\n")
+    typer.echo(answer)
 
 
 @app.command("exec")

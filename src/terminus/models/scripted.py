@@ -246,8 +246,8 @@ class ScriptedPolicy:
         entries = []
         for command, obs in done:
             if command == DISCOVER:
-                root = f"{project[1]}" if project else None
-                summary = f"Found a {kind} project at {root}." if project else "No recognised build files found."
+                where = "the repository root" if project and project[1] == "." else project and f"{project[1]}/"
+                summary = f"Found a {kind} project at {where}." if project else "No recognised build files found."
             else:
                 summary = summarise(kind, command, obs)
             entries.append({"command": command, "summary": summary})
