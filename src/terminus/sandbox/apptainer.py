@@ -18,7 +18,6 @@ def apptainer_path() -> str | None:
 class ApptainerSandbox(ProcessSandbox):
     name = "apptainer"
     inside_workspace = WORKSPACE
-    inside_state = STATE
 
     def __init__(self, *args, image: str, **kwargs) -> None:
         if apptainer_path() is None:

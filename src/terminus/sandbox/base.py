@@ -158,7 +158,6 @@ class ProcessSandbox:
 
     name = "process"
     inside_workspace: str  # the workspace path as the command sees it
-    inside_state: str
 
     def __init__(self, source: Path | None = None, limits: Limits | None = None, network: bool = False) -> None:
         self.limits = limits or Limits()

@@ -13,9 +13,5 @@ class LocalSandbox(ProcessSandbox):
     def inside_workspace(self) -> str:  # type: ignore[override]
         return str(self.ws.repo)
 
-    @property
-    def inside_state(self) -> str:  # type: ignore[override]
-        return str(self.ws.state)
-
     def argv(self) -> list[str]:
         return ["/bin/bash", "--noprofile", "--norc", str(self.ws.state / "wrapper.sh"), str(self.ws.state)]
