@@ -53,6 +53,13 @@ def _reap(pids: set[int]) -> None:
             os.waitpid(pid, os.WNOHANG)
 
 
+def _cgroup_members(path: Path) -> list[int]:
+    try:
+        return [int(p) for p in (path / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
 class PidsCgroup:
     """One pids cgroup per sandbox."""
 
@@ -71,17 +78,15 @@ class PidsCgroup:
         base = _writable_pids_base()
         if base is None:
             return None
+        _remove_stale(base)
         try:
-            return cls(base / f"terminus-{uuid.uuid4().hex[:12]}", max_pids)
+            return cls(base / f"terminus-{os.getpid()}-{uuid.uuid4().hex[:12]}", max_pids)
         except OSError as err:
             log.info("no pids cgroup (%s); falling back to environment markers", err)
             return None
 
     def members(self) -> list[int]:
-        try:
-            return [int(p) for p in self.procs_file.read_text().split()]
-        except (FileNotFoundError, ValueError):
-            return []
+        return _cgroup_members(self.path)
 
     def kill_all(self) -> int:
         return _kill_until_empty(self.members)
@@ -90,6 +95,23 @@ class PidsCgroup:
         self.kill_all()
         with contextlib.suppress(OSError):
             self.path.rmdir()
+
+
+def _remove_stale(base: Path) -> None:
+    """Clean up after harness processes that died without closing their sandboxes (kill -9): what their
+    commands left running is killed and the cgroup removed."""
+    for path in base.glob("terminus-*-*"):
+        try:
+            owner = int(path.name.split("-")[1])
+            os.kill(owner, 0)
+            if Path(f"/proc/{owner}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+                raise ProcessLookupError  # dead, not yet reaped by its parent
+        except (ProcessLookupError, FileNotFoundError):
+            _kill_until_empty(lambda path=path: _cgroup_members(path), budget_s=2.0)
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        except (ValueError, PermissionError):
+            continue
 
 
 class EnvMarker:
