@@ -166,7 +166,7 @@ def summarise(kind: str, command: str, observation: str) -> str:
         loc = _first(r"^([\w./-]+\.(?:c|cc|cpp)):(\d+): .*(?:FAIL|Assertion|assert)", text)
         if loc:
             facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
-    elif command.startswith(("cargo", "cd")) and "cargo" in command:
+    elif "cargo " in command:
         err = _first(r"^error(?:\[(E\d+)\])?: (.+)\n\s*--> ([^\s:]+):(\d+):\d+", text)
         if err:
             facts.append(

@@ -173,10 +173,6 @@ class ProcessSandbox:
     def argv(self) -> list[str]:
         raise NotImplementedError
 
-    def kill_main(self, proc: subprocess.Popen) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
     # -- shared ------------------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
         env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
@@ -240,10 +236,10 @@ class ProcessSandbox:
             exit_code = proc.wait(timeout=max(0.0, deadline - time.monotonic()) + (2.0 if timed_out else 0.0))
         except subprocess.TimeoutExpired:
             timed_out = True
-            self._kill(proc)
+            self._kill_tree(proc)
             exit_code = proc.wait()
         duration = time.monotonic() - start
-        leftovers = self._leftovers + self._kill_leftovers(proc)
+        leftovers = self._leftovers + self._kill_tree(proc)
         return CommandResult(
             command=command,
             output=collector.text(),
@@ -275,7 +271,7 @@ class ProcessSandbox:
                 if now >= limit:
                     if grace is None:
                         timed_out = True
-                        self._kill(proc)
+                        self._kill_tree(proc)
                         grace = now + 2.0
                         continue
                     break
@@ -283,7 +279,7 @@ class ProcessSandbox:
                     if key.data == "exit":
                         sel.unregister(pidfd)
                         # Daemons may hold the pipe open: kill them so EOF comes, and stop waiting soon.
-                        self._leftovers += self._kill_leftovers(proc)
+                        self._leftovers += self._kill_tree(proc)
                         grace = time.monotonic() + 1.0
                         continue
                     try:
@@ -295,7 +291,7 @@ class ProcessSandbox:
                     collector.feed(chunk)
                     if collector.total > self.limits.max_output_bytes and not capped:
                         capped = True
-                        self._kill(proc)
+                        self._kill_tree(proc)
                         grace = time.monotonic() + 2.0
         finally:
             sel.close()
@@ -303,16 +299,12 @@ class ProcessSandbox:
             proc.stdout.close()
         return timed_out, capped
 
-    def _kill_leftovers(self, proc: subprocess.Popen) -> int:
-        """Kill whatever the command left running. The process-group kill comes first: it is atomic with
+    def _kill_tree(self, proc: subprocess.Popen) -> int:
+        """Kill the command and whatever it left running. The process-group kill comes first: it is atomic with
         respect to fork, so a fork bomb that never left the group dies at once, whatever the tracker."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         return self.tracker.kill_all()
-
-    def _kill(self, proc: subprocess.Popen) -> None:
-        self.kill_main(proc)
-        self.tracker.kill_all()
 
     def close(self) -> None:
         if self._closed:
