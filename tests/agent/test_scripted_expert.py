@@ -1,4 +1,6 @@
-"""The scripted expert through the real loop and sandbox, on real projects: its answers state the true facts."""
+"""The scripted expert through the real loop and sandbox, on generated projects in five languages: its answers
+state the recorded facts (checked by the fact checker), which also checks the generators' facts against real
+build and test output."""
 
 from __future__ import annotations
 
@@ -7,69 +9,49 @@ import shutil
 import pytest
 
 from terminus.agent.loop import ExecutionSubagent
+from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy
 from terminus.sandbox import default_backend, make_sandbox
-
-from .projects import cmake_project, go_project, node_project, python_project, rust_project
+from terminus.tasks.synthetic import SUPPORTED, TASK_TYPES, generate
 
 QUERY = "Build the project, run the unit tests and tell me what fails and why."
-# (maker, toolchain binary, facts per variant: substrings the answer must contain)
-CASES = {
-    "python": (python_project, "python3", {
-        "pass": ["pytest: 3 passed"],
-        "fail": ["2 failed, 1 passed", "tests/test_sums.py::test_add", "tests/test_sums.py::test_add_negative",
-                 "AssertionError at tests/test_sums.py:5"],
-        "broken": ["collection error: SyntaxError at ledger/sums.py:2"],
-    }),
-    "node": (node_project, "node", {
-        "pass": ["2 passed, 0 failed"],
-        "fail": ["1 passed, 1 failed", "adds two numbers", "test/sums.test.js:6"],
-        "broken": ["0 passed, 1 failed"],
-    }),
-    "cmake": (cmake_project, "cmake", {
-        "pass": ["build succeeded", "1 passed, 0 failed of 1"],
-        "fail": ["build succeeded", "0 passed, 1 failed of 1", "test_sums"],
-        "broken": ["build failed", "src/sums.c:2"],
-    }),
-    "rust": (rust_project, "cargo", {
-        "pass": ["cargo test: 2 passed, 0 failed"],
-        "fail": ["cargo test: 1 passed, 1 failed", "tests::adds", "src/lib.rs:10"],
-        "broken": ["compile error E0277 at src/lib.rs:2"],
-    }),
-    "go": (go_project, "go", {
-        "pass": ["go test: 1 package(s) ok, 0 failed"],
-        "fail": ["failing tests: TestAdd", "sums_test.go:7"],
-        "broken": ["compile error at sums.go:4"],
-    }),
-}  # fmt: skip
+TOOLS = {"python": "python3", "node": "node", "cmake": "cmake", "rust": "cargo", "go": "go"}
+CASES = [(lang, variant) for lang, variants in SUPPORTED.items() for variant in variants]
 
 
-@pytest.mark.parametrize("variant", ["pass", "fail", "broken"])
-@pytest.mark.parametrize("language", list(CASES))
+@pytest.mark.parametrize(("language", "variant"), CASES, ids=[f"{lang}-{v}" for lang, v in CASES])
 def test_expert_states_the_true_facts(language, variant, tmp_path):
-    maker, tool, facts = CASES[language]
-    if shutil.which(tool) is None:
-        pytest.skip(f"{tool} is not installed on this machine")
-    project = maker(tmp_path / "repo", variant)
-    with make_sandbox(default_backend(), project) as box:
+    if shutil.which(TOOLS[language]) is None:
+        pytest.skip(f"{TOOLS[language]} is not installed on this machine")
+    # index 1, seed 3: with these options the layouts vary (subfolders, two suites, verbose logs)
+    project = generate(language, "inventory", variant, index=1, seed=3, subfolder_p=0.5, verbose_p=0.7)
+    with make_sandbox(default_backend(), project.write(tmp_path / "repo")) as box:
         traj = ExecutionSubagent(make_policy("scripted"), box).run(QUERY)
     assert traj.termination == "final_answer", traj.error
-    answer = "\n".join(entry["summary"] for entry in traj.final_answer)
-    for fact in facts[variant]:
-        assert fact in answer, f"{fact!r} missing from:\n{answer}"
     assert len(traj.final_answer) == len(traj.turns)  # one pair per command run
+    for task_type in TASK_TYPES[variant]:
+        verdict = check(traj.final_answer, project.facts, task_type, observations_of(traj.messages))
+        summary = "\n".join(e["summary"] for e in traj.final_answer)
+        assert verdict.recall == 1.0, f"{task_type}: missing {verdict.missing}\n{summary}\nfacts: {project.facts}"
+        assert verdict.precision == 1.0, f"{task_type}: wrong {verdict.wrong}\n{summary}"
+        assert not verdict.hallucinated, f"{task_type}: not in any output: {verdict.hallucinated}\n{summary}"
 
 
 def test_expert_finds_a_nested_project(tmp_path):
-    python_project(tmp_path / "repo" / "services" / "ledger", "fail")
-    with make_sandbox("local", tmp_path / "repo") as box:
+    project = generate("python", "billing", "fail", index=0, seed=0, subfolder_p=1.0)
+    assert project.spec.subfolder
+    with make_sandbox("local", project.write(tmp_path / "repo")) as box:
         traj = ExecutionSubagent(make_policy("scripted"), box).run("run the tests")
-    assert "cd services/ledger" in traj.turns[-1].command
-    assert "2 failed, 1 passed" in traj.final_answer[-1]["summary"]
+    assert f"cd {project.spec.subfolder}" in traj.turns[-1].command
+    failed = project.facts["tests"]["failed"]
+    assert f"{failed} failed" in traj.final_answer[-1]["summary"]
 
 
 def test_build_only_query_runs_no_tests(tmp_path):
-    with make_sandbox("local", cmake_project(tmp_path / "repo", "pass")) as box:
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed on this machine")
+    project = generate("cmake", "payroll", "pass")
+    with make_sandbox("local", project.write(tmp_path / "repo")) as box:
         traj = ExecutionSubagent(make_policy("scripted"), box).run("Only build the project, do not run tests.")
     assert not any("ctest" in t.command for t in traj.turns)
     assert "build succeeded" in traj.final_answer[-1]["summary"]

@@ -38,18 +38,44 @@ def logged(build: str) -> str:
     )
 
 
+def filtered(command: str, keep: str) -> str:  # keep: a filter reading the log named by $LOG
+    """A run whose full log goes to a file; the terminal shows the lines that matter, the size and the tail.
+
+    This is how the subagent keeps verbose output out of its own context too: hundreds of log lines from
+    passing tests would otherwise push the failure out of the truncated observation.
+    """
+    return (
+        f'{command} > "$TMPDIR/run.log" 2>&1; rc=$?; LOG="$TMPDIR/run.log"; {keep} | head -200 > "$TMPDIR/kept.log"; '
+        f'if [ -s "$TMPDIR/kept.log" ]; then cat "$TMPDIR/kept.log"; else tail -30 "$LOG"; fi; '
+        f'echo "[full log: $(wc -l < "$LOG") lines]"; exit $rc'
+    )
+
+
+NODE_KEEP = (
+    r"grep -E '^\s*(not )?ok [0-9]+ - |^# (tests|pass|fail|skipped|cancelled) |\.m?js:[0-9]+:[0-9]+\)|^# \S+\.m?js:[0-9]+$|"
+    r"^# (SyntaxError|Error)|Cannot find (module|package)|^\s+(error|expected|actual):' "
+    '"$LOG"'
+)
+CARGO_KEEP = (
+    r"grep -E '^test result:|^test .* FAILED$|^error(\[E[0-9]+\])?:|^\s+--> |panicked at|^assertion|^\s+(left|right):' "
+    '"$LOG"'
+)
+# go -v prints a failing test's last log line (its t.Fatalf) just before "--- FAIL"
+GO_KEEP = "awk '/^--- FAIL/ {print prev} /^(--- (PASS|FAIL)|ok |FAIL)/ {print} {prev = $0}' \"$LOG\""
+
+
 def recipes() -> dict[str, tuple[tuple[str, int] | None, tuple[str, int], bool]]:
     """kind -> (build command and timeout or None, test command and timeout, whether the build always runs)."""
     return {
         "python": (("python3 -m compileall -q .", 60_000), ("python3 -m pytest -q 2>&1", 120_000), False),
-        "node": (None, ("node --test 2>&1", 120_000), False),
+        "node": (None, (filtered("node --test", NODE_KEEP), 120_000), False),
         "cmake": (
             (f"cmake -S . -B build >/dev/null && {logged('cmake --build build')}", 180_000),
             ("ctest --test-dir build --output-on-failure 2>&1", 120_000),
             True,
         ),
-        "rust": (("cargo build --offline 2>&1", 180_000), ("cargo test --offline 2>&1", 180_000), True),
-        "go": (("go build ./... 2>&1", 120_000), ("go test ./... 2>&1", 120_000), True),
+        "rust": (("cargo build --offline 2>&1", 180_000), (filtered("cargo test --offline --no-fail-fast", CARGO_KEEP), 180_000), True),
+        "go": (("go build ./... 2>&1", 120_000), (filtered("go test -v ./...", GO_KEEP), 120_000), True),
         "make": ((logged("make"), 180_000), ("make test 2>&1", 180_000), True),
     }
 
@@ -64,10 +90,11 @@ def plan(kind: str, root: str, query: str) -> list[tuple[str, int]]:
     build, test, build_always = recipes()[kind]
     steps: list[tuple[str, int]] = []
     if build and (build_always or not wants_tests):
-        steps.append((cd + build[0], build[1]))
+        steps.append(build)
     if wants_tests or build is None:  # projects without a build step answer a build request with their tests
-        steps.append((cd + test[0], test[1]))
-    return steps
+        steps.append(test)
+    # The terminal keeps the working directory between commands: change into the project once.
+    return [((cd if i == 0 else "") + command, timeout) for i, (command, timeout) in enumerate(steps)]
 
 
 def pick_project(listing: str) -> tuple[str, str] | None:
@@ -143,6 +170,10 @@ def summarise(kind: str, command: str, observation: str) -> str:
         loc = _first(r"\(([\w./-]+\.m?js):(\d+):\d+\)", text)
         if loc and names:
             facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
+        syntax = _first(r"^(?:# )?([\w./-]+\.m?js):(\d+)\n[\s\S]{0,600}?^(?:# )?SyntaxError: (.+)$", text)
+        if syntax:
+            path, line, message = syntax.groups()
+            facts.append(f"the code does not load: SyntaxError at {path}:{line} ({message[:160]})")
     elif "cmake --build" in command or "make >" in command:
         errors = re.findall(r"^([\w./-]+\.(?:c|cc|cpp|h|hpp)):(\d+):\d+: (?:fatal )?error: (.+)$", text, re.M)
         counted = _first(r"^warnings: (\d+)$", text)
@@ -186,22 +217,20 @@ def summarise(kind: str, command: str, observation: str) -> str:
             facts.append(f"first panic at {panic.group(1)}:{panic.group(2)}: {panic.group(3).strip()[:160]}")
         if not facts:
             facts.append("build succeeded" if code == 0 else "failed")
-        warnings = len(re.findall(r"^warning: ", text, re.M))
+        warnings = len(re.findall(r"^warning: (?!.*generated \d+ warnings?)", text, re.M))
         if "build" in command:
             facts.append(f"{warnings} warning(s)")
     elif "go build" in command or "go test" in command:
         err = _first(r"^(?:\./)?([\w./-]+\.go):(\d+):\d+: (.+)$", text)
-        names = re.findall(r"^\s*--- FAIL: (\w+)", text, re.M)
-        passed = len(re.findall(r"^\s*--- PASS: ", text, re.M))
+        names = re.findall(r"^--- FAIL: (\w+)", text, re.M)  # top-level tests; subtests are indented
+        passed = len(re.findall(r"^--- PASS: ", text, re.M))
         if "go test" in command:
             oks = len(re.findall(r"^ok\s", text, re.M))
             fails = len(re.findall(r"^FAIL[ \t]+\S+", text, re.M))
-            facts.append(
-                f"go test: {oks} package(s) ok, {fails} failed"
-                + (f"; failing tests: {', '.join(names)}" if names else "")
-            )
-            if passed:
-                facts.append(f"{passed} test(s) passed (-v)")
+            counts = f"{passed} passed, {len(names)} failed; " if passed or names else ""
+            facts.append(f"go test: {counts}(packages ok: {oks}, with failures: {fails})")
+            if names:
+                facts.append("failing tests: " + ", ".join(names[:10]) + (f" (+{len(names) - 10} more)" if len(names) > 10 else ""))
         where = _first(r"^\s+([\w./-]+_test\.go):(\d+): (.+)$", text)
         if names and where:
             facts.append(f"first failure at {where.group(1)}:{where.group(2)}: {where.group(3)[:160]}")
@@ -214,6 +243,13 @@ def summarise(kind: str, command: str, observation: str) -> str:
             facts.append("build succeeded" if code == 0 else "build failed")
         elif err:
             facts.append(f"first failure at {err.group(1)}:{err.group(2)}: {err.group(3)}")
+    elif "compileall" in command:
+        where = _first(r'File "(?:\./)?([^"]+)", line (\d+)[\s\S]*?^\s*(\w+Error): (.*)$', text)
+        if where:
+            path, line, error, message = where.groups()
+            facts.append(f"build failed: {error} at {path}:{line} ({message[:160]})")
+        else:
+            facts.append("build succeeded" if code == 0 else "build failed")
     else:
         facts.append("succeeded" if code == 0 else "failed")
     if missing:

@@ -1,0 +1,252 @@
+"""The deterministic fact checker: the claims a final answer makes, checked against the task's ground truth
+and against what the trajectory's commands actually printed. No judge can talk its way around it.
+
+- fact precision: of the claims that the ground truth can decide, the share that is right;
+- fact recall: of the facts the task type requires, the share the answer states correctly;
+- hallucinated: claims that appear in no observation (stated but never seen).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+_SOURCE = r"[\w./@-]+\.(?:py|pyi|js|mjs|cjs|ts|c|cc|cpp|cxx|h|hpp|rs|go|java|kt|cs|rb)"
+_LOCATION = re.compile(rf"(?<![\w/.-])({_SOURCE}):(\d+)")
+_PASSED = re.compile(r"\b(\d+)\s+(?:tests?\s+|cases?\s+)?(?:passed|passing|pass(?:es)?|succeeded|ok)\b", re.I)
+_FAILED = re.compile(r"\b(\d+)\s+(?:tests?\s+|cases?\s+)?(?:failed|failing|failures?|fail(?:s)?)\b", re.I)
+_WARNINGS = re.compile(r"\b(\d+)\s+(?:compiler\s+)?warnings?\b|\bwarnings?:\s*(\d+)\b", re.I)
+_BUILD_OK = re.compile(r"\bbuild (?:succeeded|succeeds|ok|passed|is clean)\b|\bcompiles? (?:fine|cleanly|successfully)\b", re.I)
+_BUILD_BAD = re.compile(
+    r"\bbuild (?:failed|fails|is broken)\b|\bcompile error|\bcompilation (?:failed|error)|\bdoes not compile\b|"
+    r"\bfailed to compile\b|\bSyntaxError\b",
+    re.I,
+)
+_PACKAGE = re.compile(
+    r"missing (?:dependency|package|module)[: ]+'?([@\w./-]+?)'?(?=[\s,;.)]|$)|"
+    r"\b(?:pip3?|python3? -m pip|npm|yarn|pnpm|cargo|go) (?:install|add|get)\s+([@\w./-]+?)(?=[\s,;)`'\"]|\.?$)|"
+    r"No module named '([\w.]+)'|Cannot find (?:module|package) '([^']+)'",
+    re.I,
+)
+_LIST = re.compile(r"\bfailing(?: tests?)?:\s*(.+?)(?:;|\.\s|\.$|\n|$)", re.I)
+_TEST_ID = re.compile(r"(?<![\w/.-])([\w./-]+\.\w+::[\w\[\]:.-]+|tests::\w+|Test[A-Z]\w+|test_\w+)")
+
+
+@dataclass
+class Claim:
+    kind: str  # passed | failed | warnings | build | package | location | test (listed failing) | mention
+    value: object
+    text: str
+
+
+@dataclass
+class FactCheck:
+    precision: float
+    recall: float
+    claims: int
+    correct: int
+    wrong: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    hallucinated: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def answer_text(final_answer: list[dict] | None) -> str:
+    if not final_answer:
+        return ""
+    return "\n".join(f"{e.get('command', '')}\n{e.get('summary', '')}" for e in final_answer)
+
+
+def extract_claims(text: str) -> list[Claim]:
+    """Every checkable claim in an answer: counts, test ids, file:line, warnings, build outcome, packages."""
+    claims: list[Claim] = []
+    # Commands are quoted in the answer; their text (e.g. `cd build && make`) states nothing.
+    summaries = "\n".join(line for line in text.splitlines() if not line.lstrip().lower().startswith("command:"))
+    for m in _PASSED.finditer(summaries):
+        claims.append(Claim("passed", int(m.group(1)), m.group(0)))
+    for m in _FAILED.finditer(summaries):
+        claims.append(Claim("failed", int(m.group(1)), m.group(0)))
+    for m in _WARNINGS.finditer(summaries):
+        claims.append(Claim("warnings", int(m.group(1) or m.group(2)), m.group(0)))
+    if _BUILD_BAD.search(summaries):
+        claims.append(Claim("build", False, _BUILD_BAD.search(summaries).group(0)))
+    elif _BUILD_OK.search(summaries):
+        claims.append(Claim("build", True, _BUILD_OK.search(summaries).group(0)))
+    seen_packages = set()
+    for m in _PACKAGE.finditer(summaries):
+        name = next(g for g in m.groups() if g)
+        name = name.strip("'\"`").rstrip(".")
+        if name.lower() not in seen_packages:
+            seen_packages.add(name.lower())
+            claims.append(Claim("package", name, m.group(0)))
+    seen_locations = set()
+    for m in _LOCATION.finditer(summaries):
+        loc = f"{_strip(m.group(1))}:{m.group(2)}"
+        if loc not in seen_locations:
+            seen_locations.add(loc)
+            claims.append(Claim("location", loc, m.group(0)))
+    # Names in a "failing: a, b" list claim a failure; other test ids are mentions (checked for grounding only).
+    names: list[tuple[str, str]] = []
+    for m in _LIST.finditer(summaries):
+        listed = re.split(r",\s*", re.sub(r"\(\+\d+ more\)", "", m.group(1)))
+        names += [("test", n.strip().strip("`'\"")) for n in listed]
+    names += [("mention", m.group(1)) for m in _TEST_ID.finditer(summaries)]
+    seen_tests = set()
+    for kind, name in names:
+        key = _test_key(name)
+        if name and key not in seen_tests and not _LOCATION.fullmatch(name):
+            seen_tests.add(key)
+            claims.append(Claim(kind, name, name))
+    return claims
+
+
+def _strip(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+def _test_key(name: str) -> str:
+    """A test id compared by its last component: `tests/test_x.py::test_a` ~ `test_a`, `tests::a` ~ `a`."""
+    return re.split(r"::|\s+>\s+", name.strip())[-1].strip()
+
+
+def _same_location(claim: str, fact: str) -> bool:
+    claim, fact = _strip(claim), _strip(fact)
+    return claim == fact or fact.endswith("/" + claim) or claim.endswith("/" + fact)
+
+
+def _fact_locations(facts: dict) -> list[str]:
+    error = facts.get("error") or {}
+    build = facts.get("build") or {}
+    locations = list(error.get("locations") or [])
+    if error.get("root_cause"):
+        locations.append(error["root_cause"])
+    locations += [e["location"] for e in build.get("errors") or [] if e.get("location")]
+    return locations
+
+
+def judge_claim(claim: Claim, facts: dict) -> bool | None:
+    """True/False when the ground truth decides the claim, None when it cannot."""
+    tests, build, dep = facts.get("tests"), facts.get("build"), facts.get("dependency")
+    if claim.kind in ("passed", "failed"):
+        return None if tests is None else tests[claim.kind] == claim.value
+    if claim.kind == "warnings":
+        return None if not build or not build.get("success") else build.get("warnings", 0) == claim.value
+    if claim.kind == "build":
+        return None if build is None else build["success"] == claim.value
+    if claim.kind == "package":
+        if dep is None:
+            return False  # no dependency is missing: naming one is wrong
+        return _norm_pkg(claim.value) == _norm_pkg(dep["package"])
+    if claim.kind == "location":
+        locations = _fact_locations(facts)
+        if not locations:
+            return None
+        return any(_same_location(claim.value, loc) for loc in locations) or None
+    if claim.kind == "test":  # listed as failing
+        if tests is None:
+            return None
+        return any(_test_key(claim.value) == _test_key(f) for f in tests["failing"])
+    return None  # a mention: the ground truth cannot tell in what sense the test was named
+
+
+def _norm_pkg(name: str) -> str:
+    return name.lower().replace("_", "-").split("[")[0]
+
+
+def required_facts(task_type: str, facts: dict) -> list[tuple[str, object]]:
+    """What a complete answer must state for a task of this type."""
+    required: list[tuple[str, object]] = []
+    tests, build, error, dep = facts.get("tests"), facts.get("build"), facts.get("error"), facts.get("dependency")
+    if task_type == "test-execution" and tests:
+        required.append(("passed", tests["passed"]))
+        if tests["failed"]:  # "9 passed" says nothing failed; runners print no "0 failed"
+            required.append(("failed", tests["failed"]))
+        required += [("test", name) for name in tests["failing"][:10]]
+    elif task_type == "error-diagnosis":
+        if error:
+            required.append(("location", tuple(_fact_locations(facts))))
+        if tests and tests["failing"]:
+            required.append(("test", tuple(tests["failing"])))
+    elif task_type == "build/compile" and build:
+        required.append(("build", build["success"]))
+        if build["success"]:
+            required.append(("warnings", build.get("warnings", 0)))
+        elif error:
+            required.append(("location", tuple(_fact_locations(facts))))
+    elif task_type == "dependency" and dep:
+        required.append(("package", dep["package"]))
+    return required
+
+
+def _satisfied(kind: str, value: object, claims: list[Claim], facts: dict) -> bool:
+    for claim in claims:
+        if claim.kind != kind and not (kind == "test" and claim.kind == "mention"):
+            continue
+        if kind == "location":
+            if any(_same_location(claim.value, loc) for loc in value):
+                return True
+        elif kind == "test":
+            options = value if isinstance(value, tuple) else (value,)
+            if any(_test_key(claim.value) == _test_key(o) for o in options):
+                return True
+        elif kind == "package":
+            if _norm_pkg(claim.value) == _norm_pkg(value):
+                return True
+        elif claim.value == value:
+            return True
+    return False
+
+
+def grounded(claim: Claim, observations: str) -> bool:
+    """Whether what the claim states appears in the commands' output (numbers may be derived, see below)."""
+    if not observations:
+        return False
+    if claim.kind == "build":
+        return True  # an outcome of commands that ran; its truth is the ground truth's business
+    if claim.kind == "location":
+        path, line = claim.value.rsplit(":", 1)
+        base = path.rsplit("/", 1)[-1]
+        return bool(re.search(rf"{re.escape(base)}(?::|\", line |\(|, line )\s*{line}\b", observations))
+    if claim.kind in ("test", "mention", "package"):
+        return _test_key(str(claim.value)).lower() in observations.lower()
+    number = int(claim.value)
+    if re.search(rf"(?<![\d.]){number}(?![\d.])", observations):
+        return True
+    # Counts a runner does not print as one number: one line per test (go -v, cargo) or a difference.
+    markers = {  # one line per test or per warning, as go -v, cargo, TAP, pytest -v and compilers print them
+        "passed": r"^(?:--- PASS|test .* \.\.\. ok$|\s*ok \d+ - |\S+ PASSED)",
+        "failed": r"^(?:--- FAIL|test .* \.\.\. FAILED$|\s*not ok \d+ - |FAILED \S+)",
+        "warnings": r"^(?:warning: (?!.*generated \d+ warning)|\S+:\d+:\d+: warning:)",
+    }
+    if len(re.findall(markers[claim.kind], observations, re.M)) == number:
+        return True
+    # Several suites each print their own result line (cargo): the total is their sum.
+    per_suite = {"passed": r"(\d+) passed", "failed": r"(\d+) failed", "warnings": r"(\d+) warnings?"}
+    if sum(int(v) for v in re.findall(per_suite[claim.kind], observations)) == number:
+        return True
+    for line in observations.splitlines():
+        values = [int(v) for v in re.findall(r"(?<![\d.])(\d+)(?![\d.])", line)]
+        if any(a - b == number for a in values for b in values):
+            return True
+    return False
+
+
+def check(final_answer: list[dict] | None, facts: dict, task_type: str, observations: str = "") -> FactCheck:
+    text = answer_text(final_answer)
+    claims = extract_claims(text)
+    verdicts = [(c, judge_claim(c, facts)) for c in claims]
+    decided = [(c, v) for c, v in verdicts if v is not None]
+    correct = sum(1 for _, v in decided if v)
+    wrong = [c.text for c, v in decided if not v]
+    required = required_facts(task_type, facts)
+    missing = [f"{kind}={value}" for kind, value in required if not _satisfied(kind, value, claims, facts)]
+    recall = (len(required) - len(missing)) / len(required) if required else (1.0 if final_answer else 0.0)
+    precision = correct / len(decided) if decided else (1.0 if final_answer else 0.0)
+    hallucinated = [c.text for c in claims if c.kind != "build" and not grounded(c, observations)]
+    return FactCheck(precision, recall, len(claims), correct, wrong, missing, hallucinated)
+
+
+def observations_of(messages: list[dict]) -> str:
+    return "\n".join(m.get("content") or "" for m in messages if m.get("role") == "tool")

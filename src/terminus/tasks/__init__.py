@@ -1,0 +1,1 @@
+"""The task corpus: records, synthetic projects, registry mutants, manifests, queries, splits."""
