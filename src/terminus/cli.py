@@ -117,5 +117,37 @@ def tiny_model(
     typer.echo(f"tiny model written to {path}")
 
 
+tasks_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build and validate the task corpus.")
+app.add_typer(tasks_app, name="tasks")
+
+
+def _config(path: Path | None) -> dict:
+    from terminus.config import ConfigError, load_config
+
+    try:
+        return load_config(path)
+    except ConfigError as err:
+        _fail(str(err))
+
+
+@tasks_app.command("build")
+def tasks_build(
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (smoke default)."),
+    out: Path = typer.Option(..., help="Task file to write (JSON lines); snapshots go to repos/ next to it."),
+    quiet: bool = typer.Option(False, help="No progress bar."),
+) -> None:
+    """Build the corpus: synthetic projects, registry mutants, manifests; queries; splits by repository."""
+    from terminus.tasks.build import CorpusError, build_corpus, corpus_stats, format_stats
+    from terminus.tasks.manifest import ManifestError
+
+    cfg = _config(config)
+    try:
+        tasks = build_corpus(cfg, out, show_progress=not quiet)
+    except (CorpusError, ManifestError, ValueError) as err:
+        _fail(str(err))
+    typer.echo(format_stats(corpus_stats(tasks)))
+    typer.echo(f"wrote {out}")
+
+
 def main() -> None:  # pragma: no cover
     sys.exit(app())

@@ -16,7 +16,9 @@ _LOCATION = re.compile(rf"(?<![\w/.-])({_SOURCE}):(\d+)")
 _PASSED = re.compile(r"\b(\d+)\s+(?:tests?\s+|cases?\s+)?(?:passed|passing|pass(?:es)?|succeeded|ok)\b", re.I)
 _FAILED = re.compile(r"\b(\d+)\s+(?:tests?\s+|cases?\s+)?(?:failed|failing|failures?|fail(?:s)?)\b", re.I)
 _WARNINGS = re.compile(r"\b(\d+)\s+(?:compiler\s+)?warnings?\b|\bwarnings?:\s*(\d+)\b", re.I)
-_BUILD_OK = re.compile(r"\bbuild (?:succeeded|succeeds|ok|passed|is clean)\b|\bcompiles? (?:fine|cleanly|successfully)\b", re.I)
+_BUILD_OK = re.compile(
+    r"\bbuild (?:succeeded|succeeds|ok|passed|is clean)\b|\bcompiles? (?:fine|cleanly|successfully)\b", re.I
+)
 _BUILD_BAD = re.compile(
     r"\bbuild (?:failed|fails|is broken)\b|\bcompile error|\bcompilation (?:failed|error)|\bdoes not compile\b|"
     r"\bfailed to compile\b|\bSyntaxError\b",

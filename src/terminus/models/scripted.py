@@ -52,12 +52,14 @@ def filtered(command: str, keep: str) -> str:  # keep: a filter reading the log 
 
 
 NODE_KEEP = (
-    r"grep -E '^\s*(not )?ok [0-9]+ - |^# (tests|pass|fail|skipped|cancelled) |\.m?js:[0-9]+:[0-9]+\)|^# \S+\.m?js:[0-9]+$|"
+    r"grep -E '^\s*(not )?ok [0-9]+ - |^# (tests|pass|fail|skipped|cancelled) |\.m?js:[0-9]+:[0-9]+\)|"
+    r"^# \S+\.m?js:[0-9]+$|"
     r"^# (SyntaxError|Error)|Cannot find (module|package)|^\s+(error|expected|actual):' "
     '"$LOG"'
 )
 CARGO_KEEP = (
-    r"grep -E '^test result:|^test .* FAILED$|^error(\[E[0-9]+\])?:|^\s+--> |panicked at|^assertion|^\s+(left|right):' "
+    r"grep -E '^test result:|^test .* FAILED$|^error(\[E[0-9]+\])?:|^\s+--> |panicked at|^assertion|"
+    r"^\s+(left|right):' "
     '"$LOG"'
 )
 # go -v prints a failing test's last log line (its t.Fatalf) just before "--- FAIL"
@@ -74,7 +76,11 @@ def recipes() -> dict[str, tuple[tuple[str, int] | None, tuple[str, int], bool]]
             ("ctest --test-dir build --output-on-failure 2>&1", 120_000),
             True,
         ),
-        "rust": (("cargo build --offline 2>&1", 180_000), (filtered("cargo test --offline --no-fail-fast", CARGO_KEEP), 180_000), True),
+        "rust": (
+            ("cargo build --offline 2>&1", 180_000),
+            (filtered("cargo test --offline --no-fail-fast", CARGO_KEEP), 180_000),
+            True,
+        ),
         "go": (("go build ./... 2>&1", 120_000), (filtered("go test -v ./...", GO_KEEP), 120_000), True),
         "make": ((logged("make"), 180_000), ("make test 2>&1", 180_000), True),
     }
@@ -230,7 +236,11 @@ def summarise(kind: str, command: str, observation: str) -> str:
             counts = f"{passed} passed, {len(names)} failed; " if passed or names else ""
             facts.append(f"go test: {counts}(packages ok: {oks}, with failures: {fails})")
             if names:
-                facts.append("failing tests: " + ", ".join(names[:10]) + (f" (+{len(names) - 10} more)" if len(names) > 10 else ""))
+                facts.append(
+                    "failing tests: "
+                    + ", ".join(names[:10])
+                    + (f" (+{len(names) - 10} more)" if len(names) > 10 else "")
+                )
         where = _first(r"^\s+([\w./-]+_test\.go):(\d+): (.+)$", text)
         if names and where:
             facts.append(f"first failure at {where.group(1)}:{where.group(2)}: {where.group(3)[:160]}")

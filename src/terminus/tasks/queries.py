@@ -12,7 +12,10 @@ log = logging.getLogger(__name__)
 COMMANDS = {
     "python": {"test": "python -m pytest -q", "build": "python -m compileall -q ."},
     "node": {"test": "node --test", "build": "node --check on the sources"},
-    "cmake": {"test": "ctest --test-dir build --output-on-failure", "build": "cmake -S . -B build && cmake --build build"},
+    "cmake": {
+        "test": "ctest --test-dir build --output-on-failure",
+        "build": "cmake -S . -B build && cmake --build build",
+    },
     "rust": {"test": "cargo test --offline", "build": "cargo build --offline"},
     "go": {"test": "go test ./...", "build": "go build ./..."},
 }
@@ -75,8 +78,7 @@ def paraphrase(query: str, base_url: str, model: str, api_key: str | None = None
 
     prompt = (
         "Rephrase this request from a developer to a colleague who will run commands for them. Keep every "
-        "command, file name and restriction exactly; change only the wording. Reply with the request only.\n\n"
-        + query
+        "command, file name and restriction exactly; change only the wording. Reply with the request only.\n\n" + query
     )
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:

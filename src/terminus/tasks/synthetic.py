@@ -37,54 +37,78 @@ SUPPORTED = {
 
 # domain -> (functions as (name, params, expression), packages it might plausibly import)
 DOMAINS: dict[str, tuple[list[tuple[str, tuple[str, ...], str]], tuple[str, str]]] = {
-    "billing": ([
-        ("line_total", ("quantity", "unit_price"), "quantity * unit_price"),
-        ("apply_discount", ("total", "discount"), "total - discount"),
-        ("add_shipping", ("total", "shipping"), "total + shipping"),
-        ("invoice_total", ("subtotal", "tax", "fees"), "subtotal + tax + fees"),
-    ], ("tabulate", "babel")),
-    "inventory": ([
-        ("restock", ("stock", "delivered"), "stock + delivered"),
-        ("ship_order", ("stock", "ordered"), "stock - ordered"),
-        ("shelf_capacity", ("rows", "slots"), "rows * slots"),
-        ("reorder_gap", ("target", "stock", "incoming"), "target - (stock + incoming)"),
-    ], ("tabulate", "humanize")),
-    "geometry": ([
-        ("rectangle_area", ("width", "height"), "width * height"),
-        ("rectangle_perimeter", ("width", "height"), "2 * (width + height)"),
-        ("border_tiles", ("side",), "4 * side - 4"),
-        ("box_volume", ("width", "height", "depth"), "width * height * depth"),
-    ], ("shapely", "pint")),
-    "payroll": ([
-        ("gross_pay", ("hours", "rate"), "hours * rate"),
-        ("overtime_pay", ("hours", "rate"), "hours * rate * 2"),
-        ("net_pay", ("gross", "deductions"), "gross - deductions"),
-        ("annual_salary", ("monthly",), "monthly * 12"),
-    ], ("holidays", "babel")),
-    "scoreboard": ([
-        ("total_points", ("goals", "assists"), "goals * 2 + assists"),
-        ("apply_penalty", ("score", "fouls"), "score - fouls * 3"),
-        ("streak_bonus", ("score", "streak"), "score + streak * streak"),
-        ("goal_difference", ("scored", "conceded"), "scored - conceded"),
-    ], ("tabulate", "inflect")),
-    "thermostat": ([
-        ("heat_delta", ("target", "current"), "target - current"),
-        ("energy_cost", ("kwh", "price"), "kwh * price"),
-        ("degree_hours", ("delta", "hours"), "delta * hours"),
-        ("setpoint_after", ("setpoint", "steps", "step_size"), "setpoint + steps * step_size"),
-    ], ("pint", "humanize")),
-    "library": ([
-        ("late_fee", ("days_late", "daily_fee"), "days_late * daily_fee"),
-        ("copies_available", ("owned", "on_loan"), "owned - on_loan"),
-        ("shelf_slots", ("shelves", "per_shelf"), "shelves * per_shelf"),
-        ("renewal_due", ("borrowed_on", "loan_days", "renewals"), "borrowed_on + loan_days * (renewals + 1)"),
-    ], ("arrow", "inflect")),
-    "fleet": ([
-        ("fuel_needed", ("distance", "per_km"), "distance * per_km"),
-        ("remaining_range", ("range_km", "driven"), "range_km - driven"),
-        ("seats_total", ("buses", "seats"), "buses * seats"),
-        ("route_length", ("legs", "leg_km", "detour"), "legs * leg_km + detour"),
-    ], ("arrow", "humanize")),
+    "billing": (
+        [
+            ("line_total", ("quantity", "unit_price"), "quantity * unit_price"),
+            ("apply_discount", ("total", "discount"), "total - discount"),
+            ("add_shipping", ("total", "shipping"), "total + shipping"),
+            ("invoice_total", ("subtotal", "tax", "fees"), "subtotal + tax + fees"),
+        ],
+        ("tabulate", "babel"),
+    ),
+    "inventory": (
+        [
+            ("restock", ("stock", "delivered"), "stock + delivered"),
+            ("ship_order", ("stock", "ordered"), "stock - ordered"),
+            ("shelf_capacity", ("rows", "slots"), "rows * slots"),
+            ("reorder_gap", ("target", "stock", "incoming"), "target - (stock + incoming)"),
+        ],
+        ("tabulate", "humanize"),
+    ),
+    "geometry": (
+        [
+            ("rectangle_area", ("width", "height"), "width * height"),
+            ("rectangle_perimeter", ("width", "height"), "2 * (width + height)"),
+            ("border_tiles", ("side",), "4 * side - 4"),
+            ("box_volume", ("width", "height", "depth"), "width * height * depth"),
+        ],
+        ("shapely", "pint"),
+    ),
+    "payroll": (
+        [
+            ("gross_pay", ("hours", "rate"), "hours * rate"),
+            ("overtime_pay", ("hours", "rate"), "hours * rate * 2"),
+            ("net_pay", ("gross", "deductions"), "gross - deductions"),
+            ("annual_salary", ("monthly",), "monthly * 12"),
+        ],
+        ("holidays", "babel"),
+    ),
+    "scoreboard": (
+        [
+            ("total_points", ("goals", "assists"), "goals * 2 + assists"),
+            ("apply_penalty", ("score", "fouls"), "score - fouls * 3"),
+            ("streak_bonus", ("score", "streak"), "score + streak * streak"),
+            ("goal_difference", ("scored", "conceded"), "scored - conceded"),
+        ],
+        ("tabulate", "inflect"),
+    ),
+    "thermostat": (
+        [
+            ("heat_delta", ("target", "current"), "target - current"),
+            ("energy_cost", ("kwh", "price"), "kwh * price"),
+            ("degree_hours", ("delta", "hours"), "delta * hours"),
+            ("setpoint_after", ("setpoint", "steps", "step_size"), "setpoint + steps * step_size"),
+        ],
+        ("pint", "humanize"),
+    ),
+    "library": (
+        [
+            ("late_fee", ("days_late", "daily_fee"), "days_late * daily_fee"),
+            ("copies_available", ("owned", "on_loan"), "owned - on_loan"),
+            ("shelf_slots", ("shelves", "per_shelf"), "shelves * per_shelf"),
+            ("renewal_due", ("borrowed_on", "loan_days", "renewals"), "borrowed_on + loan_days * (renewals + 1)"),
+        ],
+        ("arrow", "inflect"),
+    ),
+    "fleet": (
+        [
+            ("fuel_needed", ("distance", "per_km"), "distance * per_km"),
+            ("remaining_range", ("range_km", "driven"), "range_km - driven"),
+            ("seats_total", ("buses", "seats"), "buses * seats"),
+            ("route_length", ("legs", "leg_km", "detour"), "legs * leg_km + detour"),
+        ],
+        ("arrow", "humanize"),
+    ),
 }
 NODE_PACKAGES = {"tabulate": "cli-table3", "babel": "currency.js", "humanize": "pretty-ms", "shapely": "@turf/area",
                  "pint": "convert-units", "holidays": "date-holidays", "inflect": "pluralize", "arrow": "dayjs"}  # fmt: skip
@@ -123,7 +147,7 @@ def evaluate(expr: str, params: tuple[str, ...], args: tuple[int, ...]) -> int:
     namespace = dict(zip(params, args, strict=True))
     if not re.fullmatch(r"[\w\s+*()-]+", expr):
         raise ValueError(f"unsupported expression {expr!r}")
-    return int(eval(expr, {"__builtins__": {}}, namespace))  # noqa: S307 - our own arithmetic, checked above
+    return int(eval(expr, {"__builtins__": {}}, namespace))
 
 
 def mutate(expr: str, rng: random.Random) -> str | None:
@@ -166,8 +190,12 @@ def make_spec(language: str, domain: str, variant: str, index: int, seed: int, *
         domain=domain,
         variant=variant,
         functions=functions,
-        package=domain if index == 0 else f"{domain}{['', '_core', '_kit', '_lib', '_svc'][index % 5]}{index // 5 or ''}",
-        subfolder=f"{repo_rng.choice(SUBFOLDERS)}/{domain}" if repo_rng.random() < options.get("subfolder_p", 0.3) else "",
+        package=domain
+        if index == 0
+        else f"{domain}{['', '_core', '_kit', '_lib', '_svc'][index % 5]}{index // 5 or ''}",
+        subfolder=f"{repo_rng.choice(SUBFOLDERS)}/{domain}"
+        if repo_rng.random() < options.get("subfolder_p", 0.3)
+        else "",
         suites=2 if len(functions) >= 3 and repo_rng.random() < options.get("suites_p", 0.5) else 1,
         verbose_lines=options.get("verbose_lines", 120) if repo_rng.random() < options.get("verbose_p", 0.5) else 0,
     )
@@ -320,7 +348,9 @@ def _python(spec: Spec, out: Files, _: list) -> dict:
         info["error_type"] = "ModuleNotFoundError"
         out.add(module, "")
     for k, f in enumerate(spec.functions):
-        out.add(module, "", f"def {f.name}({', '.join(f.params)}):", f'    """{f.name.replace("_", " ").capitalize()}."""')
+        out.add(
+            module, "", f"def {f.name}({', '.join(f.params)}):", f'    """{f.name.replace("_", " ").capitalize()}."""'
+        )
         body = _broken_expr(spec, k, "python") if spec.variant == "broken" and k == spec.mutated else _expr(spec, k)
         line = out.add(module, f"    return {body}")
         if spec.variant == "broken" and k == spec.mutated:
@@ -390,7 +420,9 @@ def _node(spec: Spec, out: Files, _: list) -> dict:
                 out.add(test, f"test('{name}', () => {{")
                 if spec.verbose_lines:
                     out.add(test, "  replayAuditLog();")
-                line = out.add(test, f"  assert.strictEqual({camel(f.name)}({', '.join(map(str, args))}), {expected});")
+                line = out.add(
+                    test, f"  assert.strictEqual({camel(f.name)}({', '.join(map(str, args))}), {expected});"
+                )
                 out.add(test, "});", "")
                 ids.append((k, label, name, f"{test}:{line}"))
     info["ids"] = ids
@@ -447,7 +479,7 @@ def _cmake(spec: Spec, out: Files, _: list) -> dict:
        "add_compile_options(-Wall -Wextra)", f"add_library({lib} {source})", f"target_include_directories({lib} PUBLIC include)")  # fmt: skip
     for name in tests:
         cm("CMakeLists.txt", f"add_executable({name} tests/{name}.c)", f"target_link_libraries({name} {lib})")
-    for k, label, case, _ in ids:
+    for k, _label, case, _ in ids:
         owner = tests[_suite_of(spec, k)]
         cm("CMakeLists.txt", f"add_test(NAME {case} COMMAND {owner} {case})")
     info["ids"] = ids

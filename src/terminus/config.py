@@ -1,0 +1,85 @@
+"""Experiment configs: read, validate against configs/schema/config.schema.yaml, fill defaults, hash."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / "configs" / "schema" / "config.schema.yaml"
+DEFAULT = ROOT / "configs" / "config.yaml"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _with_defaults(validator_class):
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = copy.deepcopy(sub["default"])
+                elif sub.get("type") == "object" and key not in instance and "properties" in sub:
+                    instance[key] = {}
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+FillingValidator = _with_defaults(jsonschema.Draft202012Validator)
+
+
+def load_config(path: Path | str | None = None) -> dict:
+    """The validated config with every default filled in; errors name the file, the key and the problem."""
+    path = Path(path or DEFAULT)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+    schema = yaml.safe_load(SCHEMA.read_text())
+    config = copy.deepcopy(raw)
+    errors = sorted(FillingValidator(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = []
+        for err in errors[:5]:
+            key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+            lines.append(f"  {key}: {err.message}")
+        raise ConfigError(f"{path} does not match {SCHEMA.relative_to(ROOT)}:\n" + "\n".join(lines))
+    config["_path"] = str(path)
+    return config
+
+
+def config_hash(config: dict) -> str:
+    """A short hash of the config's content (private keys excluded), stamped on every table."""
+    public = {k: v for k, v in config.items() if not k.startswith("_")}
+    return hashlib.sha256(json.dumps(public, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def git_commit() -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10)  # fmt: skip
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()  # fmt: skip
+        return (done.stdout.strip() or "unknown") + ("-dirty" if dirty else "")
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def run_dir(config: dict) -> Path:
+    return ROOT / "results" / config["run"]
+
+
+def stamp(config: dict) -> dict:
+    return {"config_hash": config_hash(config), "git_commit": git_commit(), "run": config["run"]}

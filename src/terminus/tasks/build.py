@@ -1,0 +1,240 @@
+"""`terminus tasks build`: the corpus from its three sources, with queries and splits by repository.
+
+Output: the task file (JSON lines) plus, next to it, `repos/<snapshot>/` (the repository each task's episodes
+start from) and `<name>.stats.json` (counts by language, type, source and split, next to the paper's).
+Deterministic for a given config and seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from terminus.tasks import manifest as manifests
+from terminus.tasks import registry, synthetic
+from terminus.tasks.queries import make_query, paraphrase
+from terminus.tasks.record import SPLITS, Task, write_jsonl_atomic, write_tasks
+
+log = logging.getLogger(__name__)
+
+PAPER = {"test-execution": 2692, "error-diagnosis": 2166, "build/compile": 969, "dependency": 106}
+SHORT = {"test-execution": "tests", "error-diagnosis": "diagnose", "build/compile": "build", "dependency": "deps"}
+
+
+class CorpusError(ValueError):
+    pass
+
+
+def assign_splits(repos: list[str], shares: dict[str, float], seed: int) -> dict[str, str]:
+    """Repository -> split. Repositories are ordered by a seeded hash and cut by the shares; with at least three
+    repositories and positive shares, every split gets at least one."""
+    total = sum(shares.get(s, 0) for s in SPLITS)
+    if total <= 0:
+        raise CorpusError("tasks.splits: the shares must add up to more than 0")
+    ordered = sorted(set(repos), key=lambda r: hashlib.sha256(f"{seed}/{r}".encode()).hexdigest())
+    n = len(ordered)
+    counts = {s: round(n * shares.get(s, 0) / total) for s in SPLITS}
+    if n >= 3:
+        for s in SPLITS:
+            if shares.get(s, 0) > 0 and counts[s] == 0:
+                counts[s] = 1
+    while sum(counts.values()) > n:
+        largest = max(SPLITS, key=lambda s: counts[s])
+        counts[largest] -= 1
+    counts["train"] += n - sum(counts.values())
+    result, i = {}, 0
+    for s in SPLITS:
+        for repo in ordered[i : i + counts[s]]:
+            result[repo] = s
+        i += counts[s]
+    return result
+
+
+def _synthetic(cfg: dict, seed: int, repos_dir: Path, progress) -> list[Task]:
+    tasks = []
+    domains = list(synthetic.DOMAINS)
+    for language in cfg["languages"]:
+        for index in range(cfg["repos_per_language"]):
+            domain = domains[(index + synthetic.LANGUAGES.index(language)) % len(domains)]
+            for variant in cfg["variants"]:
+                if variant not in synthetic.SUPPORTED[language]:
+                    continue
+                project = synthetic.generate(language, domain, variant, index, seed,
+                                             verbose_lines=cfg["verbose_lines"])  # fmt: skip
+                snapshot = f"{language}-{project.spec.package}-{variant}"
+                project.write(repos_dir / snapshot)
+                for task_type in synthetic.TASK_TYPES[variant]:
+                    tasks.append(Task(
+                        id=f"{snapshot}-{SHORT[task_type]}",
+                        language=language,
+                        source="synthetic",
+                        repo=f"synthetic/{language}/{project.spec.package}",
+                        task_type=task_type,
+                        query="",
+                        facts=project.facts,
+                        workspace=f"repos/{snapshot}",
+                        variant=variant,
+                        meta={"domain": domain, "subfolder": project.spec.subfolder, "suites": project.spec.suites,
+                              "verbose": bool(project.spec.verbose_lines)},
+                    ))  # fmt: skip
+                progress()
+    return tasks
+
+
+def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, backend: str | None) -> list[Task]:
+    path = Path(cfg["packages"])
+    if not path.is_file():
+        raise CorpusError(f"tasks.registry.packages: {path} does not exist")
+    packages = yaml.safe_load(path.read_text()) or []
+    if not packages:
+        raise CorpusError(f"tasks.registry.packages: {path} lists no packages")
+    for i, p in enumerate(packages):
+        if not isinstance(p, dict) or "name" not in p or "version" not in p:
+            raise CorpusError(f"{path} entry {i}: needs a name and a version, e.g. {{name: toolz, version: 1.0.0}}")
+    if cfg.get("max_packages"):
+        packages = packages[: cfg["max_packages"]]
+    cache = Path(os.path.expanduser(cfg["cache"]))
+    tasks = []
+    for p in packages:
+        name, version = p["name"], str(p["version"])
+        work = repos_dir / ".registry-work" / f"{name}-{version}"
+        result = registry.mutants_for(name, version, cache=cache, workdir=work, count=cfg["mutants_per_package"],
+                                      seed=seed, max_tries=cfg["max_tries"], backend=backend)  # fmt: skip
+        report[name] = {"status": result.status, "reason": result.reason, "mutants": len(result.mutants),
+                        "dropped": result.dropped, "quarantined": result.baseline_quarantined}  # fmt: skip
+        if result.status == "unavailable":
+            print(f"registry source: skipping {name}=={version}: {result.reason}")
+        elif result.status != "ok":
+            print(f"registry source: {name}=={version} gives no tasks: {result.reason}")
+        for i, mutant in enumerate(result.mutants):
+            snapshot = f"pypi-{name}-{version}-m{i}"
+            dest = repos_dir / snapshot
+            shutil.rmtree(dest, ignore_errors=True)
+            (work / f"mutant-{i}").rename(dest)
+            for task_type in ("test-execution", "error-diagnosis"):
+                tasks.append(Task(
+                    id=f"{snapshot}-{SHORT[task_type]}",
+                    language="python",
+                    source="registry",
+                    repo=f"pypi/{name}",
+                    task_type=task_type,
+                    query="",
+                    facts=mutant.facts,
+                    workspace=f"repos/{snapshot}",
+                    variant="mutant",
+                    meta={"package": name, "version": version, "mutation": f"{mutant.file}:{mutant.line} "
+                          f"{mutant.original} -> {mutant.replacement}"},
+                ))  # fmt: skip
+        shutil.rmtree(work, ignore_errors=True)
+        progress()
+    shutil.rmtree(repos_dir / ".registry-work", ignore_errors=True)
+    return tasks
+
+
+def _manifests(paths: list[str], repos_dir: Path) -> list[Task]:
+    tasks = []
+    for path in paths:
+        for entry in manifests.load_manifest(Path(path)):
+            snapshot = f"manifest-{entry['id']}"
+            manifests.checkout(entry, repos_dir / snapshot)
+            tasks.append(Task(
+                id=snapshot,
+                language=entry["language"],
+                source="manifest",
+                repo=entry.get("repo_id") or entry["repo"].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"),
+                task_type=entry["task_type"],
+                query=entry.get("query", ""),
+                facts=entry["facts"],
+                workspace=f"repos/{snapshot}",
+                image=entry["image"],
+                setup=list(entry.get("setup") or []),
+                variant="manifest",
+                meta={"commit": entry["commit"], "test_cmd": entry.get("test_cmd")},
+            ))  # fmt: skip
+    return tasks
+
+
+def build_corpus(config: dict, out: Path, show_progress: bool = True) -> list[Task]:
+    cfg, seed = config["tasks"], config.get("seed", 0)
+    out = Path(out)
+    repos_dir = out.parent / "repos"
+    repos_dir.mkdir(parents=True, exist_ok=True)
+    syn, reg = cfg.get("synthetic", {}), cfg.get("registry", {})
+    units = len(syn["languages"]) * syn["repos_per_language"] if syn.get("enabled") else 0
+    if reg.get("enabled"):
+        listed = yaml.safe_load(Path(reg["packages"]).read_text()) if Path(reg["packages"]).is_file() else []
+        units += min(len(listed or []), reg.get("max_packages") or len(listed or []))
+    from rich.progress import Progress
+
+    report: dict = {}
+    with Progress(disable=not show_progress, transient=True) as bar:
+        job = bar.add_task("building tasks", total=max(units, 1))
+
+        def step() -> None:
+            bar.advance(job)
+
+        tasks = []
+        if syn.get("enabled"):
+            tasks += _synthetic(syn, seed, repos_dir, step)
+        if reg.get("enabled"):
+            tasks += _registry(reg, seed, repos_dir, step, report, config.get("sandbox"))
+        tasks += _manifests(cfg.get("manifests") or [], repos_dir)
+    if not tasks:
+        raise CorpusError("the config enables no source that gives tasks")
+    splits = assign_splits([t.repo for t in tasks], cfg["splits"], seed)
+    para = cfg.get("paraphrase")
+    for task in tasks:
+        task.split = splits[task.repo]
+        if not task.query:
+            rng = random.Random(f"{seed}/{task.id}")
+            task.query = make_query(task.task_type, task.language, task.facts.get("project_root", "."), rng)
+            if para:
+                task.query = paraphrase(task.query, para["base_url"], para["model"],
+                                        os.environ.get(para.get("api_key_env") or "", None))  # fmt: skip
+    tasks.sort(key=lambda t: t.id)
+    write_tasks(out, tasks)
+    stats = corpus_stats(tasks)
+    stats["registry"] = report
+    stats_path = out.with_suffix(".stats.json")
+    write_jsonl_atomic(stats_path, [stats])  # one JSON object, written atomically
+    return tasks
+
+
+def corpus_stats(tasks: list[Task]) -> dict:
+    by_type = Counter(t.task_type for t in tasks)
+    total = sum(PAPER.values())
+    return {
+        "tasks": len(tasks),
+        "repos": len({t.repo for t in tasks}),
+        "by_language": dict(sorted(Counter(t.language for t in tasks).items())),
+        "by_source": dict(sorted(Counter(t.source for t in tasks).items())),
+        "by_split": {s: sum(1 for t in tasks if t.split == s) for s in SPLITS},
+        "by_type": {
+            k: {
+                "ours": by_type.get(k, 0),
+                "ours_share": round(by_type.get(k, 0) / len(tasks), 3),
+                "paper": v,
+                "paper_share": round(v / total, 3),
+            }
+            for k, v in PAPER.items()
+        },
+    }
+
+
+def format_stats(stats: dict) -> str:
+    lines = [f"{stats['tasks']} tasks from {stats['repos']} repositories",
+             "  by source: " + json.dumps(stats["by_source"]),
+             "  by language: " + json.dumps(stats["by_language"]),
+             "  by split: " + json.dumps(stats["by_split"]),
+             f"  {'task type':<16}{'ours':>6}{'share':>8}{'paper':>8}{'share':>8}"]  # fmt: skip
+    for k, v in stats["by_type"].items():
+        lines.append(f"  {k:<16}{v['ours']:>6}{v['ours_share']:>8.1%}{v['paper']:>8}{v['paper_share']:>8.1%}")
+    return "\n".join(lines)

@@ -1,0 +1,83 @@
+"""SWE-bench-style manifests for the cluster: one entry per instance (repository, commit, image, setup and
+test commands, ground truth). The docker and apptainer sandboxes run them in the entry's image.
+
+A manifest is YAML or JSON lines; each entry:
+
+    id: serilog-approval          # unique
+    repo: https://github.com/serilog/serilog.git   # or a local path (tests use a local git repository)
+    commit: 4f3c2a1...
+    image: ghcr.io/org/serilog-env:1.0             # the environment the commands run in
+    language: csharp
+    task_type: test-execution
+    setup: ["dotnet restore"]                       # optional
+    test_cmd: "dotnet test"                         # optional, named in the default query
+    query: "..."                                    # optional; otherwise made from the templates
+    facts: {tests: {passed: 769, failed: 1, failing: [...]}}
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from terminus.tasks.record import TASK_TYPES
+
+REQUIRED = ("id", "repo", "commit", "image", "language", "task_type", "facts")
+
+
+class ManifestError(ValueError):
+    pass
+
+
+def load_manifest(path: Path) -> list[dict]:
+    path = Path(path)
+    if not path.is_file():
+        raise ManifestError(f"manifest {path} does not exist")
+    text = path.read_text()
+    try:
+        if path.suffix == ".jsonl":
+            entries = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            entries = yaml.safe_load(text) or []
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        raise ManifestError(f"manifest {path} cannot be parsed: {err}") from None
+    if not isinstance(entries, list):
+        raise ManifestError(f"manifest {path} must be a list of entries")
+    seen = set()
+    for i, entry in enumerate(entries):
+        where = f"{path} entry {i}"
+        if not isinstance(entry, dict):
+            raise ManifestError(f"{where}: not a mapping")
+        missing = [k for k in REQUIRED if k not in entry]
+        if missing:
+            raise ManifestError(f"{where} ({entry.get('id', '?')}): missing {', '.join(missing)}")
+        if entry["task_type"] not in TASK_TYPES:
+            raise ManifestError(f"{where}: task_type {entry['task_type']!r} is not one of {', '.join(TASK_TYPES)}")
+        if entry["id"] in seen:
+            raise ManifestError(f"{where}: id {entry['id']!r} appears twice")
+        seen.add(entry["id"])
+        repo = entry["repo"]
+        if "://" not in repo and not repo.startswith("git@"):
+            local = (path.parent / repo).resolve()
+            if not local.exists():
+                raise ManifestError(f"{where}: repository {repo} not found (looked at {local})")
+            entry["repo"] = str(local)
+    return entries
+
+
+def checkout(entry: dict, dest: Path) -> Path:
+    """Clone the entry's repository at its commit into dest (a snapshot the sandbox copies per episode)."""
+    if dest.exists():
+        import shutil
+
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    for command in (["git", "clone", "--quiet", entry["repo"], str(dest)],
+                    ["git", "-C", str(dest), "checkout", "--quiet", entry["commit"]]):  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise ManifestError(f"{entry['id']}: `{' '.join(command)}` failed: {done.stderr.strip()[-300:]}")
+    return dest
