@@ -38,6 +38,7 @@ lint: $(STAMP)
 benchmarks: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/sandbox_overhead.py
 	$(BIN)/python benchmarks/summary_compression.py
+	$(BIN)/python benchmarks/rollout_throughput.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -149,5 +149,85 @@ def tasks_build(
     typer.echo(f"wrote {out}")
 
 
+@tasks_app.command("validate")
+def tasks_validate(
+    tasks: Path = typer.Option(..., help="Task file from `terminus tasks build`."),
+    out: Path = typer.Option(..., help="Task file of the tasks whose ground truth the expert reproduces."),
+    report: Path = typer.Option(None, help="Report JSON (default: <out>.validation.json)."),
+    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
+    concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
+    quiet: bool = typer.Option(False, help="No progress bar."),
+) -> None:
+    """Run the scripted expert on every task; keep the tasks whose facts its answer states, report the rest."""
+    from terminus.collect.validate import validate_tasks
+    from terminus.tasks.record import TaskFileError
+
+    report = report or out.with_suffix(".validation.json")
+    try:
+        result = validate_tasks(tasks, out, report, backend=sandbox, concurrency=concurrency,
+                                show_progress=not quiet)  # fmt: skip
+    except TaskFileError as err:
+        _fail(str(err))
+    typer.echo(f"{result['kept']} of {result['tasks']} tasks reproduce their ground truth; "
+               f"{result['dropped']} dropped (see {report})")  # fmt: skip
+
+
+@app.command("collect")
+def collect_command(
+    tasks: Path = typer.Option(..., help="Validated task file."),
+    policy: str = typer.Option("scripted", help="Teacher: scripted | openai | vllm | transformers."),
+    out: Path = typer.Option(..., help="Trajectories (JSON lines); a rerun resumes and does only what is missing."),
+    model: str = typer.Option(None, help="Model id or folder (openai, vllm, transformers)."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint for --policy openai."),
+    splits: str = typer.Option("train,val", help="Comma-separated splits to run."),
+    samples: int = typer.Option(1, min=1, help="Episodes per task."),
+    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
+    concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
+    max_turns: int = typer.Option(10, min=2, help="Turn limit per episode."),
+    quiet: bool = typer.Option(False, help="No progress bar."),
+) -> None:
+    """Run a teacher over the tasks and write its trajectories."""
+    from terminus.collect.collect import collect
+    from terminus.models import make_policy
+    from terminus.models.openai_compat import PolicyError
+    from terminus.tasks.record import TaskFileError
+
+    try:
+        teacher = make_policy(policy, model=model, base_url=base_url)
+        records = collect(tasks, teacher, out, splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
+                          samples=samples, backend=sandbox, max_turns=max_turns, concurrency=concurrency,
+                          show_progress=not quiet)  # fmt: skip
+    except (TaskFileError, PolicyError, ValueError, OSError) as err:
+        _fail(str(err))
+    answered = sum(1 for r in records if r["termination"] == "final_answer")
+    typer.echo(f"{len(records)} trajectories in {out} ({answered} with a final answer)")
+
+
+@app.command("sft-data")
+def sft_data(
+    trajectories: Path = typer.Option(..., help="Teacher trajectories from `terminus collect`."),
+    tasks: Path = typer.Option(..., help="The task file they were collected on."),
+    out: Path = typer.Option(..., help="Dataset folder (datasets.save_to_disk) with counts.json."),
+    verdicts: Path = typer.Option(None, help="Judge verdicts (from `terminus judge`) to filter by reward."),
+    min_recall: float = typer.Option(1.0, help="Minimum fact recall."),
+    min_reward: float = typer.Option(0.5, help="Minimum judge reward (with --verdicts)."),
+) -> None:
+    """Filter trajectories and convert them to chat conversations with tool calls for TRL's SFTTrainer."""
+    from terminus.tasks.record import TaskFileError
+    from terminus.train.data import build_sft_dataset
+
+    try:
+        counts = build_sft_dataset(trajectories, tasks, out, verdicts=verdicts, min_recall=min_recall,
+                                   min_reward=min_reward)  # fmt: skip
+    except (TaskFileError, FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+    typer.echo(f"train {counts['train']}, validation {counts['validation']}; dropped {counts['dropped']}")
+    typer.echo(f"by language {counts['by_language']}\nby type {counts['by_type']}\nby source {counts['by_source']}")
+
+
 def main() -> None:  # pragma: no cover
     sys.exit(app())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,165 @@
+"""Episodes over tasks: one sandbox per episode, N at once, results in a JSON-lines file that survives kill -9.
+
+Records are appended to `<out>.part` as each episode ends (one line, flushed and fsynced). A rerun reads the
+complete lines of the part file, runs only the missing keys, then writes `<out>` sorted by key, atomically.
+Wall-clock measurements go to `<out-stem>.timings.jsonl`, so that a deterministic teacher's records are
+byte-identical whether or not the run was interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from terminus.agent.loop import AgentConfig, ExecutionSubagent
+from terminus.agent.trajectory import Trajectory
+from terminus.sandbox import make_sandbox
+from terminus.tasks.record import Task, write_jsonl_atomic
+
+log = logging.getLogger(__name__)
+
+
+def run_episode(
+    task: Task,
+    tasks_file: Path,
+    policy,
+    *,
+    backend: str | None = None,
+    max_turns: int = 10,
+    trajectory_id: str | None = None,
+    query: str | None = None,
+    parent_id: str | None = None,
+    sandbox_options: dict | None = None,
+) -> Trajectory:
+    """One subagent episode on a task's snapshot; manifest tasks run their setup first, in their image."""
+    options = dict(sandbox_options or {})
+    if task.image and backend in ("docker", "apptainer"):
+        options["image"] = task.image
+    with make_sandbox(backend, task.workspace_path(tasks_file), **options) as box:
+        for command in task.setup:
+            result = box.run(command, 1800)
+            if result.exit_code != 0:
+                raise RuntimeError(f"task {task.id}: setup `{command}` failed with exit code {result.exit_code}")
+        agent = ExecutionSubagent(policy, box, AgentConfig(max_turns=max_turns))
+        return agent.run(
+            query or task.query,
+            task.description,
+            task_id=task.id,
+            trajectory_id=trajectory_id or task.id,
+            parent_id=parent_id,
+        )
+
+
+def split_timings(record: dict) -> tuple[dict, dict]:
+    """The deterministic record and its measurements (per-turn durations)."""
+    record = json.loads(json.dumps(record))
+    durations = []
+    for turn in record.get("turns", []):
+        durations.append(turn.get("duration_s"))
+        turn["duration_s"] = 0.0
+    return record, {"id": record.get("id"), "durations_s": durations}
+
+
+class ResumableJsonl:
+    """Keyed records in `<out>.part` until `finish()` writes `<out>` sorted by key."""
+
+    def __init__(self, out: Path, key: str = "id") -> None:
+        self.out = Path(out)
+        self.part = self.out.with_name(self.out.name + ".part")
+        self.timings = self.out.with_name(self.out.stem + ".timings.jsonl")
+        self.key = key
+        self.lock = threading.Lock()
+        self.records: dict[str, dict] = {}
+        self.times: dict[str, dict] = {}
+        if self.out.is_file():  # a finished run: keep it; new keys are appended through the part file
+            for line in self.out.read_text().splitlines():
+                if line.strip():
+                    record = json.loads(line)
+                    self.records[record[key]] = record
+        if self.part.is_file():
+            for number, line in enumerate(self.part.read_text().splitlines(), 1):
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:  # the line a kill -9 cut short: that episode runs again
+                    log.info("%s:%d is incomplete; that record will be redone", self.part, number)
+                    continue
+                self.records[record[key]] = record
+        if self.timings.is_file():
+            for line in self.timings.read_text().splitlines():
+                try:
+                    t = json.loads(line)
+                    self.times[t["id"]] = t
+                except (json.JSONDecodeError, KeyError):
+                    continue
+        self.part.parent.mkdir(parents=True, exist_ok=True)
+        self._rewrite_part()
+        self._fh = open(self.part, "a")  # noqa: SIM115 - kept open for the run, closed in finish()
+
+    def _rewrite_part(self) -> None:
+        """Drop a torn last line so that appends start on a fresh line."""
+        write_jsonl_atomic(self.part, [self.records[k] for k in sorted(self.records)])
+
+    def done(self, key: str) -> bool:
+        return key in self.records
+
+    def add(self, record: dict, timing: dict | None = None) -> None:
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True)
+        with self.lock:
+            self._fh.write(line + "\n")
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self.records[record[self.key]] = record
+            if timing is not None:
+                self.times[record[self.key]] = timing
+
+    def finish(self) -> list[dict]:
+        self._fh.close()
+        ordered = [self.records[k] for k in sorted(self.records)]
+        write_jsonl_atomic(self.out, ordered)
+        if self.times:
+            write_jsonl_atomic(self.timings, [self.times[k] for k in sorted(self.times)])
+        self.part.unlink(missing_ok=True)
+        return ordered
+
+
+async def _gather(jobs: list[tuple[str, Callable[[], dict]]], store: ResumableJsonl, concurrency: int, bar) -> None:
+    gate = asyncio.Semaphore(concurrency)
+    loop = asyncio.get_running_loop()
+    # Our own pool: asyncio's default one has min(32, cores + 4) threads, which would cap concurrency at 6 here.
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="episode") as pool:
+
+        async def one(key: str, job: Callable[[], dict]) -> None:
+            async with gate:
+                record = await loop.run_in_executor(pool, job)
+                clean, timing = split_timings(record)
+                store.add(clean, timing)
+                bar()
+
+        await asyncio.gather(*(one(k, j) for k, j in jobs))
+
+
+def run_jobs(
+    jobs: list[tuple[str, Callable[[], dict]]],
+    out: Path,
+    concurrency: int = 4,
+    show_progress: bool = True,
+    label: str = "episodes",
+) -> list[dict]:
+    """Run the jobs whose key is not yet in `out`, `concurrency` at a time; returns all records, sorted."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    store = ResumableJsonl(out)
+    todo = [(k, j) for k, j in jobs if not store.done(k)]
+    if len(todo) < len(jobs):
+        log.info("%d of %d %s already done; running the other %d", len(jobs) - len(todo), len(jobs), label, len(todo))
+    columns = (TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, disable=not show_progress) as progress:
+        bar = progress.add_task(label, total=len(jobs), completed=len(jobs) - len(todo))
+        asyncio.run(_gather(todo, store, concurrency, lambda: progress.advance(bar)))
+    return store.finish()

@@ -1,0 +1,121 @@
+"""`terminus sft-data`: teacher trajectories -> a Hugging Face dataset of chat conversations with `tools` and
+assistant `tool_calls`, in the form TRL's SFTTrainer consumes as is (assistant-only loss through the chat
+template's generation markers).
+
+Filtering: a trajectory is kept when it ended with a final answer that the fact checker finds complete and
+correct (recall and precision at least the thresholds, nothing hallucinated) and, when judge verdicts are
+given, when its combined reward reaches `min_reward`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+from terminus.agent.terminal import TERMINAL_TOOL
+from terminus.agent.trajectory import write_json_atomic
+from terminus.judge.facts import check, observations_of
+from terminus.tasks.record import Task, load_tasks
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def to_chat(trajectory: dict) -> list[dict]:
+    """Messages with one fixed set of keys (Arrow needs one schema): role, content, tool_calls, name."""
+    out = []
+    for message in trajectory["messages"]:
+        calls = None
+        if message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                fn = call.get("function", call)
+                args = fn.get("arguments", {})
+                calls.append({"type": "function", "function": {
+                    "name": fn["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}})  # fmt: skip
+        out.append({
+            "role": message["role"],
+            "content": message.get("content") or "",
+            "tool_calls": calls,
+            "name": message.get("name") if message["role"] == "tool" else None,
+        })  # fmt: skip
+    return out
+
+
+def keep(traj: dict, task: Task, min_recall: float, min_precision: float, verdict: dict | None,
+         min_reward: float) -> tuple[bool, str]:  # fmt: skip
+    if traj.get("termination") != "final_answer":
+        return False, f"termination {traj.get('termination')}"
+    fc = check(traj.get("final_answer"), task.facts, task.task_type, observations_of(traj["messages"]))
+    if fc.recall < min_recall:
+        return False, "fact recall"
+    if fc.precision < min_precision:
+        return False, "fact precision"
+    if fc.hallucinated:
+        return False, "hallucinated claims"
+    if verdict is not None and verdict.get("reward", 0.0) < min_reward:
+        return False, "judge reward"
+    return True, ""
+
+
+def build_sft_dataset(
+    trajectories: Path,
+    tasks_file: Path,
+    out: Path,
+    *,
+    verdicts: Path | None = None,
+    min_recall: float = 1.0,
+    min_precision: float = 1.0,
+    min_reward: float = 0.5,
+) -> dict:
+    from datasets import Dataset, DatasetDict
+
+    tasks = {t.id: t for t in load_tasks(tasks_file)}
+    by_verdict = {v["trajectory_id"]: v for v in read_jsonl(verdicts)} if verdicts else {}
+    rows: dict[str, list[dict]] = {"train": [], "validation": []}
+    dropped: Counter = Counter()
+    kept_tasks: list[Task] = []
+    for traj in read_jsonl(trajectories):
+        task = tasks.get(traj.get("task_id"))
+        if task is None:
+            dropped["unknown task"] += 1
+            continue
+        ok, why = keep(traj, task, min_recall, min_precision, by_verdict.get(traj["id"]) if verdicts else None,
+                       min_reward)  # fmt: skip
+        if not ok:
+            dropped[why] += 1
+            continue
+        split = "validation" if task.split == "val" else "train" if task.split == "train" else None
+        if split is None:
+            dropped["test split (never trained on)"] += 1
+            continue
+        rows[split].append({
+            "id": traj["id"], "task_id": task.id, "language": task.language, "task_type": task.task_type,
+            "source": task.source, "messages": to_chat(traj), "tools": [TERMINAL_TOOL],
+        })  # fmt: skip
+        kept_tasks.append(task)
+    if not rows["train"]:
+        raise ValueError(f"no trajectory of {trajectories} passes the filter (dropped: {dict(dropped)})")
+    data = DatasetDict({name: Dataset.from_list(r) for name, r in rows.items() if r})
+    out = Path(out)
+    staging = out.with_name(out.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    data.save_to_disk(str(staging))  # then swapped in: a reader never sees half a dataset
+    counts = {
+        "train": len(rows["train"]),
+        "validation": len(rows["validation"]),
+        "dropped": dict(dropped),
+        "by_language": dict(sorted(Counter(t.language for t in kept_tasks).items())),
+        "by_type": dict(sorted(Counter(t.task_type for t in kept_tasks).items())),
+        "by_source": dict(sorted(Counter(t.source for t in kept_tasks).items())),
+    }
+    write_json_atomic(staging / "counts.json", counts)
+    shutil.rmtree(out, ignore_errors=True)
+    staging.rename(out)
+    return counts

@@ -1,0 +1,69 @@
+"""SWE-bench-style manifests: loaded, checked out at their commit, run in their image (a locally built one)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from terminus.collect.runner import run_episode
+from terminus.config import load_config
+from terminus.judge.facts import check, observations_of
+from terminus.models import make_policy
+from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
+from terminus.tasks.build import build_corpus
+from terminus.tasks.manifest import ManifestError, load_manifest
+from terminus.tasks.synthetic import generate
+
+
+def git(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    """A local repository with two commits; the manifest pins the faulty one. (Go: the host image borrows
+    /usr, where this machine's Go lives; pytest lives in a pyenv the image does not see.)"""
+    repo = tmp_path / "ledger-service"
+    project = generate("go", "billing", "fail", index=0, seed=5)
+    project.write(repo)
+    git("init", "-q", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "x", "--allow-empty", cwd=repo)
+    git("add", ".", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "billing", cwd=repo)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    fixed = generate("go", "billing", "pass", index=0, seed=5)
+    fixed.write(repo)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "fix", cwd=repo)
+    entry = {"id": "ledger-1", "repo": "ledger-service", "commit": commit, "image": HOST_IMAGE, "language": "go",
+             "task_type": "test-execution", "test_cmd": "go test ./...", "setup": ["go version"],
+             "facts": project.facts}  # fmt: skip
+    path = tmp_path / "manifest.yaml"
+    path.write_text(yaml.safe_dump([entry]))
+    return path, project
+
+
+def test_manifest_entries_are_checked(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump([{"id": "a", "repo": "nowhere", "commit": "x", "image": "i", "language": "go",
+                                     "task_type": "test-execution", "facts": {}}]))  # fmt: skip
+    with pytest.raises(ManifestError, match="repository nowhere not found"):
+        load_manifest(path)
+    path.write_text(yaml.safe_dump([{"id": "a", "repo": "x"}]))
+    with pytest.raises(ManifestError, match="missing commit, image, language, task_type, facts"):
+        load_manifest(path)
+
+
+@pytest.mark.docker
+def test_manifest_task_runs_in_its_image(manifest, tmp_path, docker_engine):
+    path, project = manifest
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text(yaml.safe_dump({"run": "t", "tasks": {"synthetic": {"enabled": False},
+                                           "registry": {"enabled": False}, "manifests": [str(path)]}}))  # fmt: skip
+    (task,) = build_corpus(load_config(config_file), tmp_path / "out" / "tasks.jsonl", show_progress=False)
+    assert task.source == "manifest" and task.image == HOST_IMAGE and task.repo == "ledger-service"
+    traj = run_episode(task, tmp_path / "out" / "tasks.jsonl", make_policy("scripted"), backend="docker",
+                       sandbox_options={"base_url": docker_engine, "binds": HOST_BINDS})  # fmt: skip
+    verdict = check(traj.final_answer, task.facts, task.task_type, observations_of(traj.messages))
+    assert verdict.recall == 1.0, (verdict.missing, traj.final_answer)  # the pinned (faulty) commit ran
