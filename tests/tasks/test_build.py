@@ -74,8 +74,9 @@ def test_bad_configs_are_named(tmp_path):
     empty = tmp_path / "empty.yaml"
     empty.write_text("")
     bad.write_text(f"run: x\ntasks:\n  synthetic: {{enabled: false}}\n  registry: {{packages: {empty}}}\n")
-    done = subprocess.run([sys.executable, "-m", "terminus.cli", "tasks", "build", "--config", str(bad),
-                           "--out", str(tmp_path / "t.jsonl"), "--quiet"], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    command = [sys.executable, "-m", "terminus.cli", "tasks", "build", "--config", str(bad), "--out",
+               str(tmp_path / "t.jsonl"), "--quiet"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 2 and f"{empty} lists no packages" in done.stderr
 
 

@@ -57,7 +57,7 @@ def test_manifest_entries_are_checked(tmp_path):
 
 @pytest.mark.docker
 def test_manifest_task_runs_in_its_image(manifest, tmp_path, docker_engine):
-    path, project = manifest
+    path, _project = manifest
     config_file = tmp_path / "c.yaml"
     config_file.write_text(yaml.safe_dump({"run": "t", "tasks": {"synthetic": {"enabled": False},
                                            "registry": {"enabled": False}, "manifests": [str(path)]}}))  # fmt: skip

@@ -34,7 +34,7 @@ def test_unreachable_registry_is_reported_not_raised(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_FIND_LINKS", "")
     monkeypatch.setenv("PIP_RETRIES", "0")
     monkeypatch.setenv("PIP_TIMEOUT", "2")
-    with pytest.raises(RegistryUnavailable, match="pip download no-such-package-terminus==1.0 failed"):
+    with pytest.raises(RegistryUnavailable, match=r"pip download no-such-package-terminus==1\.0 failed"):
         download("no-such-package-terminus", "1.0", tmp_path)
     report = mutants_for("no-such-package-terminus", "1.0", cache=tmp_path, workdir=tmp_path / "w", count=1, seed=0)
     assert report.status == "unavailable" and "pip download" in report.reason

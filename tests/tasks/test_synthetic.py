@@ -50,7 +50,7 @@ def test_fail_variant_breaks_exactly_the_cases_it_says():
 def test_mutation_flips_one_operator():
     rng = random.Random(0)
     for table, _ in DOMAINS.values():
-        for _, params, expr in table:
+        for _, _params, expr in table:
             new = mutate(expr, rng)
             assert new is not None and new != expr and len(new) == len(expr)
             assert sum(a != b for a, b in zip(expr, new, strict=True)) == 1

@@ -37,8 +37,8 @@ def to_chat(trajectory: dict) -> list[dict]:
             for call in message["tool_calls"]:
                 fn = call.get("function", call)
                 args = fn.get("arguments", {})
-                calls.append({"type": "function", "function": {
-                    "name": fn["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}})  # fmt: skip
+                arguments = args if isinstance(args, str) else json.dumps(args)
+                calls.append({"type": "function", "function": {"name": fn["name"], "arguments": arguments}})
         out.append({
             "role": message["role"],
             "content": message.get("content") or "",
