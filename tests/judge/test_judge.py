@@ -1,0 +1,228 @@
+"""The judge: tolerant parsing under fuzzing, retries and the unparseable record, the cache, rubric errors,
+the key check; the fact checker on every corruption; the Scorer's reward is monotonic in fact recall."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import random
+import string
+
+import pytest
+import yaml
+
+from terminus.judge import scorer as scorer_module
+from terminus.judge.facts import check
+from terminus.judge.llm import JudgeError, LLMJudge, ParseError, loads_tolerant, parse_dimensions
+from terminus.judge.rubric import DEFAULT_RUBRIC, RubricError, load_rubric
+from terminus.judge.scorer import Scorer
+from terminus.judge.validity import CORRUPTIONS, corrupt, labelled_pairs, validity_report
+from terminus.tasks.record import Task
+
+RUBRIC = load_rubric()
+
+
+def verdict_json(score: int = 3, **overrides) -> str:
+    dims = {name: {"reason": "seen in the output", "score": min(score, d.scale[1]) if d.kind == "quality" else 0}
+            for name, d in RUBRIC.dimensions.items()}  # fmt: skip
+    dims.update(overrides)
+    return json.dumps({"dimensions": dims})
+
+
+class ReplyQueue:
+    """A deterministic policy for the judge's own logic (retries, cache): it answers from a list, in order.
+    The judge against a real server is tested in test_judge_against_vllm_server."""
+
+    name = "queue"
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies, self.calls = list(replies), 0
+
+    def respond(self, messages, tools):
+        self.calls += 1
+        return {"content": self.replies.pop(0) if self.replies else "no verdict"}
+
+
+def test_tolerant_parsing_of_common_shapes():
+    good = verdict_json()
+    for text in (good, f"```json\n{good}\n```", f"Here is my verdict:\n{good}\nThanks!", good[:-1] + ",}",
+                 good.replace('"score": 3', '"score": "3/4"')):  # fmt: skip
+        scores, reasons = parse_dimensions(loads_tolerant(text), RUBRIC)
+        assert scores["faithfulness"] == 3 and reasons["faithfulness"] == "seen in the output"
+    scores, _ = parse_dimensions(loads_tolerant(verdict_json(faithfulness=99)), RUBRIC)
+    assert scores["faithfulness"] == 4  # clamped to the scale
+    with pytest.raises(ParseError, match="dimension 'completeness' is missing"):
+        parse_dimensions({"dimensions": {"faithfulness": 3}}, RUBRIC)
+
+
+def test_a_thousand_fuzzed_verdicts_never_crash():
+    rng = random.Random(0)
+    good = verdict_json()
+    parsed = failed = 0
+    for _ in range(1000):
+        text = list(good)
+        for _ in range(rng.randint(1, 12)):
+            op = rng.random()
+            at = rng.randrange(len(text) + 1)
+            if op < 0.4 and text:
+                del text[min(at, len(text) - 1)]
+            elif op < 0.8:
+                text.insert(at, rng.choice(string.printable + '{}[]":,\u00e9\u4e2d'))
+            else:
+                text = text[: rng.randrange(len(text) + 1)]
+        try:
+            parse_dimensions(loads_tolerant("".join(text)), RUBRIC)
+            parsed += 1
+        except ParseError:
+            failed += 1
+    assert parsed + failed == 1000 and parsed > 0 and failed > 0
+
+
+def test_retry_then_unparseable_is_recorded_not_zero(tmp_path):
+    judge = LLMJudge(RUBRIC, "m", policy=ReplyQueue(["garbage", verdict_json(4)]), retries=2, cache_dir=tmp_path)
+    result = judge.score("q", None, {"turns": [], "messages": []})
+    assert not result.unparseable and result.attempts == 2 and result.score > 0.9
+    hopeless = LLMJudge(RUBRIC, "m", policy=ReplyQueue(["nope"] * 5), retries=2)
+    result = hopeless.score("q", None, {"turns": [], "messages": []})
+    assert result.unparseable and result.score is None and result.attempts == 3 and hopeless.unparseable == 1
+
+
+def test_calls_are_cached_by_content(tmp_path):
+    queue = ReplyQueue([verdict_json(2), verdict_json(2)])
+    judge = LLMJudge(RUBRIC, "m", policy=queue, cache_dir=tmp_path)
+    episode = {"turns": [{"command": "pytest"}], "messages": [{"role": "tool", "content": "1 passed"}]}
+    first = judge.score("run the tests", None, episode)
+    again = judge.score("run the tests", None, episode)
+    assert queue.calls == 1 and judge.hits == 1 and again.cached and again.scores == first.scores
+    judge.score("run the tests please", None, episode)  # different content: a new call
+    assert queue.calls == 2
+
+
+def test_group_mode_scores_each_candidate():
+    dims = json.loads(verdict_json(1))["dimensions"]
+    better = json.loads(verdict_json(4))["dimensions"]
+    reply = json.dumps({"candidates": [{"index": 1, "dimensions": better}, {"index": 0, "dimensions": dims}]})
+    judge = LLMJudge(RUBRIC, "m", policy=ReplyQueue([reply]))
+    low, high = judge.score_group("q", None, [{"turns": []}, {"turns": []}])
+    assert high.score > low.score
+
+
+def test_missing_key_is_checked_up_front(monkeypatch):
+    monkeypatch.delenv("TERMINUS_TEST_JUDGE_KEY", raising=False)
+    with pytest.raises(JudgeError, match="TERMINUS_TEST_JUDGE_KEY"):
+        LLMJudge(RUBRIC, "gpt-x", base_url="http://127.0.0.1:9/v1", api_key_env="TERMINUS_TEST_JUDGE_KEY")
+
+
+def test_unreachable_judge_endpoint_is_a_clear_error():
+    judge = LLMJudge(RUBRIC, "m", base_url="http://127.0.0.1:9/v1")
+    judge.policy.max_retries = 0
+    with pytest.raises(JudgeError, match="unreachable"):
+        judge.score("q", None, {"turns": []})
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda r: r["quality"]["faithfulness"].pop("weight"), "dimension 'faithfulness' has no weight"),
+        (lambda r: r["failures"].__setitem__("vibes", r["failures"]["hallucination"]),
+         "unknown failure dimension 'vibes'"),
+        (lambda r: r["quality"]["completeness"].__setitem__("scale", [4, 0]), "scale must be"),
+        (lambda r: r["quality"]["conciseness"].__setitem__("weight", "heavy"), "weight must be a number"),
+    ],
+)  # fmt: skip
+def test_bad_rubric_files_are_named(edit, message, tmp_path):
+    raw = yaml.safe_load(DEFAULT_RUBRIC.read_text())
+    edit(raw)
+    path = tmp_path / "rubric.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(RubricError, match=message):
+        load_rubric(path)
+
+
+# -- fact checker and scorer on real expert episodes ---------------------------------------------------------
+TASK = Task(id="t1", language="python", source="synthetic", repo="r", task_type="test-execution",
+            query="Run the tests and tell me what fails.",
+            facts={"tests": {"passed": 7, "failed": 2, "skipped": 0,
+                             "failing": ["tests/test_pay.py::test_net_pay_typical", "tests/test_pay.py::test_net_pay_zero"]},
+                   "error": {"type": "AssertionError", "locations": ["tests/test_pay.py:12"], "root_cause": "pay/pay.py:9"}})  # fmt: skip
+OUTPUT = ("..F.F....\nFAILED tests/test_pay.py::test_net_pay_typical - assert 3 == 5\n"
+          "FAILED tests/test_pay.py::test_net_pay_zero - assert 1 == 2\ntests/test_pay.py:12: AssertionError\n"
+          "2 failed, 7 passed in 0.05s\n[exit code 1]")  # fmt: skip
+
+
+def episode(summary: str, tid: str = "t1") -> dict:
+    return {
+        "id": f"e-{abs(hash(summary))}", "task_id": tid, "termination": "final_answer",
+        "turns": [{"command": "python3 -m pytest -q", "timed_out": False}],
+        "messages": [{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "run_in_terminal",
+                      "arguments": "{}"}}]}, {"role": "tool", "content": OUTPUT}],
+        "final_answer": [{"command": "python3 -m pytest -q", "summary": summary}],
+    }  # fmt: skip
+
+
+FULL = ("pytest: 2 failed, 7 passed; failing: tests/test_pay.py::test_net_pay_typical, "
+        "tests/test_pay.py::test_net_pay_zero; first failure: AssertionError at tests/test_pay.py:12.")  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", CORRUPTIONS)
+def test_fact_checker_ranks_each_corruption_below_the_truth(kind):
+    good = episode(FULL)
+    good["turns"].insert(0, {"command": "ls"})  # two commands, so that one can be dropped
+    good["final_answer"].insert(0, {"command": "ls", "summary": "Found a python project."})
+    bad = corrupt(good, kind, random.Random(0))
+    assert bad is not None
+    scorer = Scorer(tasks={"t1": TASK}, references={"t1": good})
+    right, wrong = scorer.score([good, bad])
+    assert right["reward"] > wrong["reward"], (kind, right, wrong)
+
+
+def test_reward_is_monotonic_in_fact_recall():
+    steps = [
+        "pytest ran.",
+        "pytest: 7 passed.",
+        "pytest: 2 failed, 7 passed.",
+        "pytest: 2 failed, 7 passed; failing: tests/test_pay.py::test_net_pay_typical.",
+        FULL,
+    ]
+    scorer = Scorer(tasks={"t1": TASK})
+    verdicts = scorer.score([episode(s) for s in steps])
+    recalls = [v["fact_recall"] for v in verdicts]
+    rewards = [v["reward"] for v in verdicts]
+    assert recalls == sorted(recalls) and recalls[0] < recalls[-1] == 1.0
+    assert rewards == sorted(rewards) and rewards[0] < rewards[-1]
+
+
+def test_hallucinated_claims_are_those_no_output_shows():
+    result = check(episode("pytest: 3 failed, 7 passed; failing: test_imaginary.")["final_answer"], TASK.facts,
+                   "test-execution", OUTPUT)  # fmt: skip
+    assert "3 failed" in result.hallucinated and "test_imaginary" in result.hallucinated
+    assert "7 passed" not in result.hallucinated and result.precision < 1
+
+
+def test_validity_report_shape():
+    trajectories = [episode(FULL)]
+    report = validity_report(trajectories, {"t1": TASK}, None)
+    assert set(report) >= {"fact_checker", "llm_judge", "agreement"}
+    assert (
+        report["fact_checker"]["n"] == len(labelled_pairs(trajectories)) and report["fact_checker"]["accuracy"] == 1.0
+    )
+
+
+def test_scorer_doctest():
+    assert doctest.testmod(scorer_module).failed == 0
+
+
+@pytest.mark.slow
+def test_judge_against_vllm_server(tiny_model, tmp_path):
+    """The whole path against a real OpenAI-compatible server: a tiny random model's replies are unparseable,
+    which must be recorded as such, retried, and cached (a second run makes no calls)."""
+    pytest.importorskip("vllm")
+    from terminus.models.serve import vllm_server
+
+    with vllm_server(tiny_model, served_name="tiny", log=tmp_path / "server.log") as url:
+        judge = LLMJudge(RUBRIC, "tiny", base_url=url, cache_dir=tmp_path / "cache", retries=1, max_tokens=32)
+        results = judge.score_many([("q", None, episode(FULL)), ("q", None, episode("nothing"))])
+        assert all(r.unparseable for r in results) and judge.misses == 4
+        again = LLMJudge(RUBRIC, "tiny", base_url=url, cache_dir=tmp_path / "cache", retries=1, max_tokens=32)
+        again.score_many([("q", None, episode(FULL)), ("q", None, episode("nothing"))])
+        assert again.hits == 4 and again.misses == 0
