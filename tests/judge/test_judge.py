@@ -140,11 +140,13 @@ def test_bad_rubric_files_are_named(edit, message, tmp_path):
 
 
 # -- fact checker and scorer on real expert episodes ---------------------------------------------------------
+FAILING = ["tests/test_pay.py::test_net_pay_typical", "tests/test_pay.py::test_net_pay_zero"]
+FACTS = {
+    "tests": {"passed": 7, "failed": 2, "skipped": 0, "failing": FAILING},
+    "error": {"type": "AssertionError", "locations": ["tests/test_pay.py:12"], "root_cause": "pay/pay.py:9"},
+}
 TASK = Task(id="t1", language="python", source="synthetic", repo="r", task_type="test-execution",
-            query="Run the tests and tell me what fails.",
-            facts={"tests": {"passed": 7, "failed": 2, "skipped": 0,
-                             "failing": ["tests/test_pay.py::test_net_pay_typical", "tests/test_pay.py::test_net_pay_zero"]},
-                   "error": {"type": "AssertionError", "locations": ["tests/test_pay.py:12"], "root_cause": "pay/pay.py:9"}})  # fmt: skip
+            query="Run the tests and tell me what fails.", facts=FACTS)  # fmt: skip
 OUTPUT = ("..F.F....\nFAILED tests/test_pay.py::test_net_pay_typical - assert 3 == 5\n"
           "FAILED tests/test_pay.py::test_net_pay_zero - assert 1 == 2\ntests/test_pay.py:12: AssertionError\n"
           "2 failed, 7 passed in 0.05s\n[exit code 1]")  # fmt: skip

@@ -59,8 +59,11 @@ def corrupt(traj: dict, kind: str, rng: random.Random) -> dict | None:
         out["final_answer"].pop(rng.randrange(len(out["final_answer"])))
         return out
     if kind == "wrong_location":
-        return _edit_summaries(traj, lambda s: re.sub(r"(\.\w+):(\d+)\b",
-                                                      lambda m: f"{m.group(1)}:{int(m.group(2)) + 97}", s))  # fmt: skip
+
+        def shift(m: re.Match) -> str:  # far enough not to land on another true location
+            return f"{m.group(1)}:{int(m.group(2)) + 97}"
+
+        return _edit_summaries(traj, lambda s: re.sub(r"(\.\w+):(\d+)\b", shift, s))
     if kind == "padded":
         return _edit_summaries(traj, lambda s: s + PADDING)
     if kind == "missing_answer":
