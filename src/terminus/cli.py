@@ -111,11 +111,22 @@ def exec_subagent(
 def tiny_model(
     out: Path = typer.Option(..., help="Folder to write the model to (a Hugging Face model folder)."),
     seed: int = typer.Option(0, help="Initialisation seed."),
+    corpus: Path = typer.Option(None, help="Trajectories (JSON lines) to train the tokenizer on, with the prompts."),
 ) -> None:
     """Build the tiny Qwen3-architecture model and tokenizer (the smoke scale's base model)."""
-    from terminus.train.tiny import build_tiny_model
+    from terminus.train.tiny import _seed_corpus, build_tiny_model
 
-    path = build_tiny_model(out, seed=seed)
+    texts = None
+    if corpus is not None:
+        if not corpus.is_file():
+            _fail(f"--corpus {corpus} does not exist")
+        texts = _seed_corpus()
+        for line in corpus.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                texts += [m.get("content") or "" for m in record.get("messages", [])]
+                texts += [json.dumps(c) for m in record.get("messages", []) for c in m.get("tool_calls") or []]
+    path = build_tiny_model(out, texts=texts, seed=seed)
     typer.echo(f"tiny model written to {path}")
 
 
@@ -332,6 +343,84 @@ def judge_validity(
     report.update(stamp(cfg))
     write_json_atomic(out, report)
     typer.echo(json.dumps(report, indent=1))
+
+
+PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+@app.command("sft", context_settings=PASS_THROUGH)
+def sft_command(ctx: typer.Context) -> None:
+    """SFT with TRL: `terminus sft --config configs/sft/tiny.yaml [--key value ...]` (flags override the recipe)."""
+    from terminus.train.sft import main as sft_main
+    from terminus.train.sft import parse
+
+    if not ctx.args or ctx.args[0] in ("-h", "--help"):
+        typer.echo("usage: terminus sft --config configs/sft/<recipe>.yaml [--key value ...]  (TRL SFTConfig keys)")
+        raise typer.Exit(0)
+    try:
+        sft_main(*parse(ctx.args))
+    except (FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+
+
+@app.command("grpo", context_settings=PASS_THROUGH)
+def grpo_command(ctx: typer.Context) -> None:
+    """GRPO with TRL, rollouts in sandboxes: `terminus grpo --config configs/grpo/tiny.yaml [--key value ...]`."""
+    from terminus.train.grpo import main as grpo_main
+    from terminus.train.grpo import parse
+
+    if not ctx.args or ctx.args[0] in ("-h", "--help"):
+        typer.echo("usage: terminus grpo --config configs/grpo/<recipe>.yaml [--key value ...]  (TRL GRPOConfig keys)")
+        raise typer.Exit(0)
+    try:
+        grpo_main(*parse(ctx.args))
+    except (FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+
+
+@app.command("export")
+def export_command(
+    model: Path = typer.Option(..., help="Trained checkpoint folder (full model or LoRA adapter)."),
+    out: Path = typer.Option(..., help="Export folder."),
+    base: str = typer.Option(None, help="Base model of a LoRA adapter (default: the adapter's own record)."),
+    counts: Path = typer.Option(None, help="counts.json of the SFT data, for the model card."),
+    recipe: list[Path] = typer.Option([], help="Training recipes to put in the model card (repeatable)."),
+    summary: Path = typer.Option(None, help="training/summary.json, for the model card."),
+    no_vllm: bool = typer.Option(False, "--no-vllm", help="Skip the vLLM load check."),
+) -> None:
+    """Merge, save and verify: same greedy tokens from transformers and vLLM on a fixed prompt."""
+    from terminus.train.export import export
+
+    if not model.is_dir():
+        _fail(f"--model {model} does not exist")
+    check = export(model, out, base=base, counts=counts, recipes=recipe, summary=summary, check_vllm=not no_vllm)
+    typer.echo(f"exported to {out}; greedy transformers vs vLLM: {check['match']}")
+    if check["match"] is False:
+        _fail(f"vLLM and transformers disagree on the fixed prompt: {check}")
+
+
+@app.command("training-summary")
+def training_summary_command(
+    tasks: Path = typer.Option(..., help="Validated task file (its test split is held out)."),
+    base: str = typer.Option(..., help="Base model folder."),
+    sft: str = typer.Option(..., help="SFT model folder."),
+    grpo: str = typer.Option(..., help="GRPO model folder."),
+    grpo_metrics: Path = typer.Option(..., help="GRPO's metrics.jsonl."),
+    out: Path = typer.Option(..., help="summary.json to write."),
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (for the stamp)."),
+    max_turns: int = typer.Option(10, help="Turn limit, as at inference."),
+    max_new_tokens: int = typer.Option(256, help="Tokens per turn."),
+    concurrency: int = typer.Option(2, min=1, help="Episodes at once."),
+) -> None:
+    """Base vs SFT vs GRPO on held-out tasks (final-answer rate, fact recall) and GRPO's reward over steps."""
+    from terminus.config import stamp
+    from terminus.train.evaluate import training_summary
+
+    cfg = _config(config)
+    result = training_summary(tasks, {"base": base, "sft": sft, "grpo": grpo}, grpo_metrics, out, stamp=stamp(cfg),
+                              max_turns=max_turns, max_new_tokens=max_new_tokens, concurrency=concurrency)  # fmt: skip
+    typer.echo(json.dumps({k: v for k, v in result.items() if k != "grpo"} | {"grpo": {
+        k: v for k, v in result["grpo"].items() if k != "reward_curve"}}, indent=1))  # fmt: skip
 
 
 def main() -> None:  # pragma: no cover

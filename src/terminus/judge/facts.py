@@ -248,7 +248,9 @@ def check(final_answer: list[dict] | None, facts: dict, task_type: str, observat
     required = required_facts(task_type, facts)
     missing = [f"{kind}={value}" for kind, value in required if not _satisfied(kind, value, claims, facts)]
     recall = (len(required) - len(missing)) / len(required) if required else (1.0 if final_answer else 0.0)
-    precision = correct / len(decided) if decided else (1.0 if final_answer else 0.0)
+    # An answer that states nothing the ground truth can check earns no precision: otherwise an empty
+    # <final_answer> would be a cheap reward (GRPO found that within two steps).
+    precision = correct / len(decided) if decided else (1.0 if final_answer and not required else 0.0)
     hallucinated = [c.text for c in claims if c.kind != "build" and not grounded(c, observations)]
     return FactCheck(precision, recall, len(claims), correct, wrong, missing, hallucinated)
 

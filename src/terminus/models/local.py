@@ -17,6 +17,15 @@ class TransformersPolicy:
         self.model.to(self.device).eval()
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
 
+    @classmethod
+    def from_objects(cls, model, tokenizer, name: str, max_new_tokens: int = 512, temperature: float = 0.0):
+        """Around a model already in memory (GRPO rollouts generate with the model being trained)."""
+        policy = cls.__new__(cls)
+        policy.name, policy.model, policy.tokenizer = name, model, tokenizer
+        policy.device = next(model.parameters()).device
+        policy.max_new_tokens, policy.temperature = max_new_tokens, temperature
+        return policy
+
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
         import torch
 

@@ -1,0 +1,137 @@
+"""`terminus sft --config configs/sft/<recipe>.yaml [--key value ...]`: TRL's SFTTrainer on the dataset of
+`terminus sft-data`, assistant-only loss over multi-turn tool-calling conversations.
+
+TRL-parser style: `main(script_args, training_args, model_args)` plus a parser that reads the YAML recipe and
+lets flags override it. Also runnable as `python -m terminus.train.sft` (e.g. under `accelerate launch`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@dataclass
+class SFTScriptArguments:
+    dataset_path: str = field(metadata={"help": "Dataset folder written by `terminus sft-data`."})
+    dry_run: bool = field(default=False, metadata={"help": "Parse and validate everything, train nothing."})
+
+
+class MetricsJsonl(TrainerCallback):
+    """Every log line of the trainer, appended to <output_dir>/metrics.jsonl (what the notebooks plot)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as fh:
+            fh.write(json.dumps({"step": state.global_step, "epoch": state.epoch, **logs}) + "\n")
+
+
+def resolve(path: str) -> str:
+    """Local paths in recipes are relative to the repository root; hub ids stay as they are."""
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists() or not (ROOT / candidate).exists():
+        return path
+    return str(ROOT / candidate)
+
+
+def last_checkpoint(output_dir: str) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
+
+
+def check_model_resolves(model_id: str) -> dict:
+    """Model class and tokenizer for a hub id or folder, without downloading anything."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    local = Path(resolve(model_id))
+    if local.is_dir():
+        config = AutoConfig.from_pretrained(local)
+        return {
+            "model": model_id,
+            "source": "local folder",
+            "class": MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[config.model_type],
+        }
+    try:
+        config = AutoConfig.from_pretrained(model_id, local_files_only=True)
+        source = "hub cache"
+        model_type = config.model_type
+    except OSError:
+        # Not cached here (no hub access): resolve the architecture from the model family the id names.
+        family = model_id.split("/")[-1].split("-")[0].lower()
+        if family not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+            raise ValueError(f"cannot resolve a causal-LM class for {model_id!r} offline") from None
+        source, model_type = "not cached (would download on the cluster)", family
+    return {"model": model_id, "source": source, "class": MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]}
+
+
+def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
+    import torch
+    from datasets import load_from_disk
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTTrainer, get_peft_config
+
+    model_id = resolve(model_args.model_name_or_path)
+    if script_args.dry_run:
+        info = check_model_resolves(model_args.model_name_or_path)
+        info.update(output_dir=training_args.output_dir, assistant_only_loss=training_args.assistant_only_loss,
+                    max_length=training_args.max_length, peft=bool(model_args.use_peft))  # fmt: skip
+        print(json.dumps(info, indent=1))
+        return info
+    dataset_path = resolve(script_args.dataset_path)
+    if not Path(dataset_path).is_dir():
+        raise FileNotFoundError(f"dataset {dataset_path} does not exist (make it with `terminus sft-data`)")
+    data = load_from_disk(dataset_path)
+    tokenizer = AutoTokenizer.from_pretrained(model_id)
+    dtype = model_args.dtype if model_args.dtype in (None, "auto") else getattr(torch, model_args.dtype)
+    model = AutoModelForCausalLM.from_pretrained(
+        model_id, dtype=dtype, attn_implementation=model_args.attn_implementation
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=data["train"],
+        eval_dataset=data["validation"] if "validation" in data and training_args.eval_strategy != "no" else None,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
+        callbacks=[MetricsJsonl(Path(training_args.output_dir) / "metrics.jsonl")],
+    )
+    resume = last_checkpoint(training_args.output_dir)
+    if resume:
+        log.info("resuming from %s", resume)
+    result = trainer.train(resume_from_checkpoint=resume)
+    final = Path(training_args.output_dir) / "final"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    summary = {"train_loss": result.training_loss, "steps": trainer.state.global_step, "model": str(final),
+               "base_model": model_args.model_name_or_path, "peft": bool(model_args.use_peft)}  # fmt: skip
+    (Path(training_args.output_dir) / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def parse(argv: list[str]):
+    from trl import ModelConfig, SFTConfig, TrlParser
+
+    parser = TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))
+    script_args, training_args, model_args = parser.parse_args_and_config(argv)
+    if not Path(training_args.output_dir).is_absolute():  # recipes name folders relative to the repository
+        training_args.output_dir = str(ROOT / training_args.output_dir)
+    return script_args, training_args, model_args
+
+
+if __name__ == "__main__":
+    main(*parse(sys.argv[1:]))
