@@ -22,21 +22,35 @@ def _episode(task: Task, tasks_file: Path, model: str, max_turns: int, max_new_t
     return run_episode(task, tasks_file, policy, backend=backend, max_turns=max_turns).to_dict()
 
 
-def held_out(model: str, tasks_file: Path, out: Path, *, split: str = "test", max_turns: int = 10,
-             max_new_tokens: int = 256, concurrency: int = 2, backend: str | None = None) -> dict:  # fmt: skip
+def held_out(
+    model: str,
+    tasks_file: Path,
+    out: Path,
+    *,
+    split: str = "test",
+    max_turns: int = 10,
+    max_new_tokens: int = 256,
+    concurrency: int = 2,
+    backend: str | None = None,
+) -> dict:
     tasks = {t.id: t for t in load_tasks(tasks_file) if t.split == split}
     if not tasks:
         raise ValueError(f"{tasks_file} has no {split} tasks")
-    jobs = [(tid, partial(_episode, t, tasks_file, model, max_turns, max_new_tokens, backend))
-            for tid, t in sorted(tasks.items())]  # fmt: skip
+    jobs = [
+        (tid, partial(_episode, t, tasks_file, model, max_turns, max_new_tokens, backend))
+        for tid, t in sorted(tasks.items())
+    ]
     records = run_jobs(jobs, out, concurrency, show_progress=True, label=f"held-out ({Path(model).name})")
     answered, recalls = [], []
     for r in records:
         task = tasks[r["task_id"]]
         answered.append(float(r["termination"] == "final_answer"))
         recalls.append(check(r["final_answer"], task.facts, task.task_type, observations_of(r["messages"])).recall)
-    return {"final_answer_rate": round(statistics.fmean(answered), 4), "fact_recall": round(statistics.fmean(recalls), 4),
-            "n": len(records)}  # fmt: skip
+    return {
+        "final_answer_rate": round(statistics.fmean(answered), 4),
+        "fact_recall": round(statistics.fmean(recalls), 4),
+        "n": len(records),
+    }
 
 
 def reward_curve(metrics: Path) -> list[tuple[int, float]]:
@@ -44,12 +58,27 @@ def reward_curve(metrics: Path) -> list[tuple[int, float]]:
     return [(r["step"], float(r["reward"])) for r in rows if "reward" in r]
 
 
-def training_summary(tasks_file: Path, models: dict[str, str], grpo_metrics: Path, out: Path, *, stamp: dict,
-                     max_turns: int = 10, max_new_tokens: int = 256, concurrency: int = 2) -> dict:  # fmt: skip
+def training_summary(
+    tasks_file: Path,
+    models: dict[str, str],
+    grpo_metrics: Path,
+    out: Path,
+    *,
+    stamp: dict,
+    max_turns: int = 10,
+    max_new_tokens: int = 256,
+    concurrency: int = 2,
+) -> dict:
     summary: dict = {}
     for name, model in models.items():
-        summary[name] = held_out(model, tasks_file, out.parent / f"held_out_{name}.jsonl", max_turns=max_turns,
-                                 max_new_tokens=max_new_tokens, concurrency=concurrency)  # fmt: skip
+        summary[name] = held_out(
+            model,
+            tasks_file,
+            out.parent / f"held_out_{name}.jsonl",
+            max_turns=max_turns,
+            max_new_tokens=max_new_tokens,
+            concurrency=concurrency,
+        )
     curve = reward_curve(grpo_metrics)
     if not curve:
         raise ValueError(f"{grpo_metrics} holds no reward: did GRPO log any step?")

@@ -42,20 +42,37 @@ def merge(model_dir: Path, base: str | None = None):
 
 
 def model_card(name: str, base: str, counts: dict | None, recipes: list[Path], summary: dict | None) -> str:
-    lines = [f"# {name}", "", "An Execution Subagent model trained with terminus (SFT on expert subagent trajectories, "
-             "then GRPO with a rubric judge and a fact checker as the reward).", "", f"- Base model: `{base}`"]  # fmt: skip
+    lines = [
+        f"# {name}",
+        "",
+        "An Execution Subagent model trained with terminus (SFT on expert subagent trajectories, "
+        "then GRPO with a rubric judge and a fact checker as the reward).",
+        "",
+        f"- Base model: `{base}`",
+    ]
     if counts:
-        lines += ["", "## Training data", "", f"- SFT conversations: {counts.get('train')} train, "
-                  f"{counts.get('validation')} validation", f"- By language: {counts.get('by_language')}",
-                  f"- By task type: {counts.get('by_type')}", f"- By source: {counts.get('by_source')}"]  # fmt: skip
+        lines += [
+            "",
+            "## Training data",
+            "",
+            f"- SFT conversations: {counts.get('train')} train, {counts.get('validation')} validation",
+            f"- By language: {counts.get('by_language')}",
+            f"- By task type: {counts.get('by_type')}",
+            f"- By source: {counts.get('by_source')}",
+        ]
     for recipe in recipes:
         if recipe.is_file():
             lines += ["", f"## Recipe `{recipe.name}`", "", "```yaml", recipe.read_text().strip(), "```"]
     if summary:
         lines += ["", "## Evaluation (held-out split)", "", "```json", json.dumps(summary, indent=1), "```"]
-    lines += ["", "## Use", "", "The subagent has one tool, `run_in_terminal(command, timeout_ms)`, and answers in "
-              "`<final_answer>` with one `Command:`/`Summary:` pair per command. Run it with "
-              "`terminus exec --policy vllm --model <this folder> --repo <repo> --query '...'`."]  # fmt: skip
+    lines += [
+        "",
+        "## Use",
+        "",
+        "The subagent has one tool, `run_in_terminal(command, timeout_ms)`, and answers in "
+        "`<final_answer>` with one `Command:`/`Summary:` pair per command. Run it with "
+        "`terminus exec --policy vllm --model <this folder> --repo <repo> --query '...'`.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -65,11 +82,17 @@ def greedy_transformers(model_dir: Path, tokens: int) -> tuple[list[int], list[i
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype="auto").eval()
-    prompt = tokenizer.apply_chat_template(CHECK_MESSAGES, tools=[TERMINAL_TOOL], add_generation_prompt=True,
-                                           tokenize=True, return_dict=True)["input_ids"]  # fmt: skip
+    prompt = tokenizer.apply_chat_template(
+        CHECK_MESSAGES, tools=[TERMINAL_TOOL], add_generation_prompt=True, tokenize=True, return_dict=True
+    )["input_ids"]
     with torch.no_grad():
-        out = model.generate(torch.tensor([prompt]), max_new_tokens=tokens, do_sample=False, min_new_tokens=tokens,
-                             pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+        out = model.generate(
+            torch.tensor([prompt]),
+            max_new_tokens=tokens,
+            do_sample=False,
+            min_new_tokens=tokens,
+            pad_token_id=tokenizer.pad_token_id,
+        )
     return list(prompt), out[0, len(prompt) :].tolist()
 
 
@@ -105,11 +128,18 @@ def export(
     shutil.rmtree(staging, ignore_errors=True)
     model.save_pretrained(str(staging), safe_serialization=True)
     tokenizer.save_pretrained(str(staging))
-    GenerationConfig(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-                     do_sample=False).save_pretrained(str(staging))  # fmt: skip
-    (staging / "README.md").write_text(model_card(
-        out.name, str(base_id or model.config.name_or_path), _read(counts), [Path(r) for r in recipes], _read(summary)
-    ))  # fmt: skip
+    GenerationConfig(
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, do_sample=False
+    ).save_pretrained(str(staging))
+    (staging / "README.md").write_text(
+        model_card(
+            out.name,
+            str(base_id or model.config.name_or_path),
+            _read(counts),
+            [Path(r) for r in recipes],
+            _read(summary),
+        )
+    )
     check = {"tokens": check_tokens}
     prompt, check["transformers"] = greedy_transformers(staging, check_tokens)
     if check_vllm:

@@ -39,10 +39,12 @@ class GRPOScriptArguments:
 def episode_tokens(tokenizer, messages: list[dict], max_completion_length: int | None) -> dict:
     """prompt_ids (system + user + generation prompt), completion_ids (the rest), env_mask (1 = model tokens)."""
     tools = [TERMINAL_TOOL]
-    prompt = tokenizer.apply_chat_template(messages[:2], tools=tools, add_generation_prompt=True, tokenize=True,
-                                           return_dict=True)["input_ids"]  # fmt: skip
-    full = tokenizer.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=True,
-                                         return_assistant_tokens_mask=True)  # fmt: skip
+    prompt = tokenizer.apply_chat_template(
+        messages[:2], tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True
+    )["input_ids"]
+    full = tokenizer.apply_chat_template(
+        messages, tools=tools, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
+    )
     ids, mask = list(full["input_ids"]), list(full["assistant_masks"])
     if ids[: len(prompt)] != list(prompt):
         raise ValueError("the chat template does not render the prompt as a prefix of the episode")
@@ -65,12 +67,19 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
         stats = {"turns": [], "timeouts": [], "format_errors": [], "final_answer": []}
         tokenizer = trainer.processing_class
         with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
-            policy = TransformersPolicy.from_objects(model, tokenizer, "grpo-policy", script_args.max_new_tokens,
-                                                     temperature=trainer.args.temperature)  # fmt: skip
+            policy = TransformersPolicy.from_objects(
+                model, tokenizer, "grpo-policy", script_args.max_new_tokens, temperature=trainer.args.temperature
+            )
             for prompt in prompts:
                 task = tasks[prompt[-1]["task_id"]]
-                traj = run_episode(task, tasks_file, policy, backend=script_args.sandbox,
-                                   max_turns=script_args.max_turns, trajectory_id=f"{task.id}@{trainer.state.global_step}")  # fmt: skip
+                traj = run_episode(
+                    task,
+                    tasks_file,
+                    policy,
+                    backend=script_args.sandbox,
+                    max_turns=script_args.max_turns,
+                    trajectory_id=f"{task.id}@{trainer.state.global_step}",
+                )
                 record = traj.to_dict()
                 tokens = episode_tokens(tokenizer, record["messages"], trainer.args.max_completion_length)
                 for key in ("prompt_ids", "completion_ids", "env_mask"):
@@ -109,9 +118,13 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
     tasks_file = Path(resolve(script_args.tasks_file))
     if script_args.dry_run:
         info = check_model_resolves(model_args.model_name_or_path)
-        info.update(output_dir=training_args.output_dir, num_generations=training_args.num_generations,
-                    max_completion_length=training_args.max_completion_length, use_vllm=training_args.use_vllm,
-                    peft=bool(model_args.use_peft))  # fmt: skip
+        info.update(
+            output_dir=training_args.output_dir,
+            num_generations=training_args.num_generations,
+            max_completion_length=training_args.max_completion_length,
+            use_vllm=training_args.use_vllm,
+            peft=bool(model_args.use_peft),
+        )
         print(json.dumps(info, indent=1))
         return info
     tasks = [t for t in load_tasks(tasks_file) if t.split in script_args.splits]
@@ -130,10 +143,20 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
         endpoint = experiment["judge"].get("endpoint") or {}
         if not endpoint:
             raise ValueError("--use_llm_judge needs judge.endpoint in the experiment config")
-        judge = LLMJudge(load_rubric(experiment["judge"]["rubric"]), endpoint["model"], endpoint.get("base_url"),
-                         endpoint.get("api_key_env"), cache_dir=Path(training_args.output_dir) / "judge-cache")  # fmt: skip
-    scorer = Scorer(tasks=task_map, judge=judge, config=ScorerConfig.load(experiment["judge"]["scorer"]),
-                    references=references, group=experiment["judge"]["group"])  # fmt: skip
+        judge = LLMJudge(
+            load_rubric(experiment["judge"]["rubric"]),
+            endpoint["model"],
+            endpoint.get("base_url"),
+            endpoint.get("api_key_env"),
+            cache_dir=Path(training_args.output_dir) / "judge-cache",
+        )
+    scorer = Scorer(
+        tasks=task_map,
+        judge=judge,
+        config=ScorerConfig.load(experiment["judge"]["scorer"]),
+        references=references,
+        group=experiment["judge"]["group"],
+    )
     model_id = resolve(model_args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(model_id)
     dtype = model_args.dtype if model_args.dtype in (None, "auto") else getattr(torch, model_args.dtype)
@@ -153,8 +176,13 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
     final = Path(training_args.output_dir) / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
-    summary = {"train_loss": result.training_loss, "steps": trainer.state.global_step, "model": str(final),
-               "base_model": model_args.model_name_or_path, "peft": bool(model_args.use_peft)}  # fmt: skip
+    summary = {
+        "train_loss": result.training_loss,
+        "steps": trainer.state.global_step,
+        "model": str(final),
+        "base_model": model_args.model_name_or_path,
+        "peft": bool(model_args.use_peft),
+    }
     (Path(training_args.output_dir) / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 

@@ -88,8 +88,12 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
     model_id = resolve(model_args.model_name_or_path)
     if script_args.dry_run:
         info = check_model_resolves(model_args.model_name_or_path)
-        info.update(output_dir=training_args.output_dir, assistant_only_loss=training_args.assistant_only_loss,
-                    max_length=training_args.max_length, peft=bool(model_args.use_peft))  # fmt: skip
+        info.update(
+            output_dir=training_args.output_dir,
+            assistant_only_loss=training_args.assistant_only_loss,
+            max_length=training_args.max_length,
+            peft=bool(model_args.use_peft),
+        )
         print(json.dumps(info, indent=1))
         return info
     dataset_path = resolve(script_args.dataset_path)
@@ -117,8 +121,13 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
     final = Path(training_args.output_dir) / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
-    summary = {"train_loss": result.training_loss, "steps": trainer.state.global_step, "model": str(final),
-               "base_model": model_args.model_name_or_path, "peft": bool(model_args.use_peft)}  # fmt: skip
+    summary = {
+        "train_loss": result.training_loss,
+        "steps": trainer.state.global_step,
+        "model": str(final),
+        "base_model": model_args.model_name_or_path,
+        "peft": bool(model_args.use_peft),
+    }
     (Path(training_args.output_dir) / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
