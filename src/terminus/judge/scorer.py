@@ -33,6 +33,7 @@ class ScorerConfig:
     coverage_penalty: float = 0.3
     length_max_ratio: float = 2.0
     length_penalty: float = 0.3
+    format_weight: float = 0.1
     judge_retries: int = 2
 
     @classmethod
@@ -56,6 +57,7 @@ class ScorerConfig:
             coverage_penalty=float(raw.get("coverage_penalty", cls.coverage_penalty)),
             length_max_ratio=float(length.get("max_ratio", cls.length_max_ratio)),
             length_penalty=float(length.get("penalty", cls.length_penalty)),
+            format_weight=float(raw.get("format_weight", cls.format_weight)),
             judge_retries=int(raw.get("judge_retries", cls.judge_retries)),
         )
         if min(config.judge, config.fact_recall, config.fact_precision) < 0:
@@ -138,7 +140,12 @@ class Scorer:
             length_ratio = len(answer_text(answer)) / max(1, len(answer_text(reference["final_answer"])))
         over = 0.0 if length_ratio is None else max(0.0, length_ratio - c.length_max_ratio) / c.length_max_ratio
         penalty = hallucination + c.coverage_penalty * (1 - coverage) + c.length_penalty * min(1.0, over)
-        reward = 0.0 if not answer else min(1.0, max(0.0, base - penalty))
+        content = 0.0 if not answer else min(1.0, max(0.0, base - penalty))
+        # Form: a parsed final answer, else the share of turns that were well-formed tool calls (half credit).
+        # A small weight, so that a model that cannot yet answer still sees which rollouts were closer.
+        errors = int(trajectory.get("format_errors") or 0)
+        form = (1.0 if answer else 0.5) if answer is not None else 0.5 * commands / max(1, commands + errors)
+        reward = (1 - c.format_weight) * content + c.format_weight * form
         return {
             "schema": SCHEMA,
             "trajectory_id": trajectory.get("id"),
@@ -154,6 +161,7 @@ class Scorer:
             "wrong": fc.wrong,
             "coverage": round(coverage, 4),
             "length_ratio": None if length_ratio is None else round(length_ratio, 3),
+            "form": round(form, 4),
             "reward": round(reward, 4),
             "judge": self.judge.identity if self.judge else None,
         }  # fmt: skip

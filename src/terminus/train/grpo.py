@@ -46,9 +46,15 @@ def episode_tokens(tokenizer, messages: list[dict], max_completion_length: int |
         messages, tools=tools, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
     )
     ids, mask = list(full["input_ids"]), list(full["assistant_masks"])
-    if ids[: len(prompt)] != list(prompt):
+    # Byte-level BPE may merge the generation prompt's last newline with the reply's first characters, so the
+    # episode is split where the two tokenisations stop agreeing (at most a token or two before the boundary).
+    k = 0
+    while k < min(len(prompt), len(ids)) and ids[k] == prompt[k]:
+        k += 1
+    if k < len(prompt) - 2:
         raise ValueError("the chat template does not render the prompt as a prefix of the episode")
-    completion, env_mask = ids[len(prompt) :], mask[len(prompt) :]
+    prompt = ids[:k]
+    completion, env_mask = ids[k:], mask[k:]
     if max_completion_length is not None:
         completion, env_mask = completion[:max_completion_length], env_mask[:max_completion_length]
     if not completion:  # an episode with nothing after the prompt still needs one token
@@ -190,6 +196,11 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
 def parse(argv: list[str]):
     from trl import GRPOConfig, ModelConfig, TrlParser
 
+    if "--dry_run" in argv:  # validate a GPU recipe on a CPU machine: TrainingArguments refuses bf16 otherwise
+        import torch
+
+        if not torch.cuda.is_available():
+            argv = [*argv, "--use_cpu", "true"]
     parser = TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))
     script_args, training_args, model_args = parser.parse_args_and_config(argv)
     if not Path(training_args.output_dir).is_absolute():

@@ -59,6 +59,8 @@ def check_model_resolves(model_id: str) -> dict:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     local = Path(resolve(model_id))
+    if model_id.startswith(("results/", "/", "./")) and not local.exists():
+        return {"model": model_id, "source": "made by an earlier stage (not there yet)", "class": None}
     if local.is_dir():
         config = AutoConfig.from_pretrained(local)
         return {
@@ -135,6 +137,11 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
 def parse(argv: list[str]):
     from trl import ModelConfig, SFTConfig, TrlParser
 
+    if "--dry_run" in argv:  # validate a GPU recipe on a CPU machine: TrainingArguments refuses bf16 otherwise
+        import torch
+
+        if not torch.cuda.is_available():
+            argv = [*argv, "--use_cpu", "true"]
     parser = TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))
     script_args, training_args, model_args = parser.parse_args_and_config(argv)
     if not Path(training_args.output_dir).is_absolute():  # recipes name folders relative to the repository

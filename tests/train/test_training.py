@@ -1,0 +1,160 @@
+"""Training: the loss mask TRL trains on covers exactly the assistant turns; real SFT and GRPO steps change the
+parameters (TRL's own test pattern); rollouts mask tool output; export round-trips; paper recipes validate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from terminus.collect.collect import collect
+from terminus.config import ROOT, load_config
+from terminus.models import make_policy
+from terminus.tasks.build import build_corpus
+from terminus.train import sft as sft_module
+from terminus.train.data import build_sft_dataset
+
+
+@pytest.fixture(scope="module")
+def sft_data(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("data")
+    raw = {"run": "t", "tasks": {"synthetic": {"languages": ["python", "go"], "repos_per_language": 3,
+                                               "variants": ["pass", "fail"], "verbose_lines": 0},
+                                 "registry": {"enabled": False},
+                                 "splits": {"train": 0.8, "val": 0.2, "test": 0.0}}}  # fmt: skip
+    (root / "config.yaml").write_text(yaml.safe_dump(raw))
+    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
+    collect(root / "tasks.jsonl", make_policy("scripted"), root / "traj.jsonl", concurrency=2, show_progress=False)
+    build_sft_dataset(root / "traj.jsonl", root / "tasks.jsonl", root / "sft")
+    return root / "tasks.jsonl", root / "sft"
+
+
+def params(path: Path) -> dict[str, torch.Tensor]:
+    from transformers import AutoModelForCausalLM
+
+    return {k: v.detach().clone() for k, v in AutoModelForCausalLM.from_pretrained(path).state_dict().items()}
+
+
+def run_sft(model: Path, data: Path, out: Path, *extra: str) -> dict:
+    argv = ["--config", str(ROOT / "configs/sft/tiny.yaml"), "--model_name_or_path", str(model), "--dataset_path",
+            str(data), "--output_dir", str(out), "--report_to", "none", "--eval_strategy", "no",
+            "--save_strategy", "no", "--logging_steps", "1", *extra]  # fmt: skip
+    return sft_module.main(*sft_module.parse(argv))
+
+
+def test_trl_loss_mask_is_exactly_the_assistant_turns(tiny_model, sft_data):
+    from datasets import load_from_disk
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    data = load_from_disk(str(sft_data[1]))["train"].select(range(3))
+    args = SFTConfig(output_dir="/tmp/unused", assistant_only_loss=True, max_length=8192, report_to="none",
+                     use_cpu=True, dataset_num_proc=1)  # fmt: skip
+    trainer = SFTTrainer(model=str(tiny_model), args=args, train_dataset=data, processing_class=tokenizer)
+    for row, processed in zip(data, trainer.train_dataset, strict=True):
+        # the labels TRL computes its loss on: -100 everywhere but the tokens it trains
+        trained = tokenizer.decode([t for t in processed["labels"] if t != -100])
+        expected = ""
+        for message in row["messages"]:
+            if message["role"] != "assistant":
+                continue
+            text = message["content"] or ""
+            for call in message["tool_calls"] or []:
+                text += ("\n" if text else "") + '<tool_call>\n{"name": "run_in_terminal", "arguments": '
+                text += call["function"]["arguments"] + "}\n</tool_call>"
+            expected += text + "<|im_end|>"
+        assert trained == expected
+        for message in row["messages"]:  # no tool output and no prompt is ever trained on
+            if message["role"] in ("tool", "user", "system") and len(message["content"]) > 20:
+                assert message["content"] not in trained
+
+
+def test_sft_steps_change_the_parameters_and_log(tiny_model, sft_data, tmp_path):
+    before = params(tiny_model)
+    summary = run_sft(tiny_model, sft_data[1], tmp_path / "sft", "--max_steps", "2")
+    after = params(Path(summary["model"]))
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert len(changed) == len(before)  # every parameter moved (full fine-tuning)
+    lines = [json.loads(x) for x in (tmp_path / "sft" / "metrics.jsonl").read_text().splitlines()]
+    assert any("loss" in row for row in lines)
+
+
+def test_sft_with_lora_changes_only_the_adapter_and_export_merges_it(tiny_model, sft_data, tmp_path):
+    from terminus.train.export import export
+
+    summary = run_sft(tiny_model, sft_data[1], tmp_path / "lora", "--max_steps", "2", "--use_peft", "true",
+                      "--lora_r", "8", "--lora_target_modules", "q_proj", "v_proj")  # fmt: skip
+    assert (Path(summary["model"]) / "adapter_config.json").is_file()
+    check = export(Path(summary["model"]), tmp_path / "merged", base=str(tiny_model), check_vllm=False)
+    merged, base = params(tmp_path / "merged"), params(tiny_model)
+    moved = [k for k in base if not torch.equal(base[k], merged[k])]
+    assert moved and all(("q_proj" in k or "v_proj" in k) for k in moved)
+    assert (tmp_path / "merged" / "README.md").is_file() and len(check["transformers"]) == 16
+
+
+def test_rollout_tokens_mask_tool_output(tiny_model):
+    from transformers import AutoTokenizer
+
+    from terminus.train.grpo import episode_tokens
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    call = {
+        "type": "function",
+        "function": {"name": "run_in_terminal", "arguments": '{"command": "ls", "timeout_ms": 1000}'},
+    }
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "run the tests"},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "content": "TOOL OUTPUT LINE\n[exit code 0]"},
+                {"role": "assistant", "content": "<final_answer>\nCommand: ls\nSummary: done.\n</final_answer>"}]  # fmt: skip
+    tokens = episode_tokens(tokenizer, messages, None)
+    model_text = tokenizer.decode([t for t, m in zip(tokens["completion_ids"], tokens["env_mask"], strict=True) if m])
+    other_text = tokenizer.decode(
+        [t for t, m in zip(tokens["completion_ids"], tokens["env_mask"], strict=True) if not m]
+    )
+    assert "TOOL OUTPUT LINE" in other_text and "TOOL OUTPUT LINE" not in model_text
+    assert "run_in_terminal" in model_text and "<final_answer>" in model_text
+    assert tokenizer.decode(tokens["prompt_ids"]).endswith("<|im_start|>assistant\n")
+
+
+@pytest.mark.slow
+def test_grpo_steps_change_the_parameters(tiny_model, sft_data, tmp_path):
+    """A briefly SFT'd tiny model, so that rollouts differ in reward (all-zero rewards give no gradient)."""
+    from terminus.train import grpo as grpo_module
+    from terminus.train.export import export
+
+    tasks, data = sft_data
+    summary = run_sft(tiny_model, data, tmp_path / "sft", "--max_steps", "60")
+    export(Path(summary["model"]), tmp_path / "sft-merged", check_vllm=False)
+    before = params(tmp_path / "sft-merged")
+    argv = ["--config", str(ROOT / "configs/grpo/tiny.yaml"), "--model_name_or_path", str(tmp_path / "sft-merged"),
+            "--tasks_file", str(tasks), "--output_dir", str(tmp_path / "grpo"), "--max_steps", "3",
+            "--report_to", "none", "--save_strategy", "no", "--learning_rate", "1e-3"]  # fmt: skip
+    result = grpo_module.main(*grpo_module.parse(argv))
+    after = params(Path(result["model"]))
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    logs = [json.loads(x) for x in (tmp_path / "grpo" / "metrics.jsonl").read_text().splitlines()]
+    steps = [row for row in logs if "reward" in row]
+    assert len(steps) == 3 and all("episode/turns" in row and "reward_std" in row for row in steps)
+
+
+@pytest.mark.slow
+def test_export_loads_in_vllm_with_the_same_greedy_output(tiny_model, tmp_path):
+    pytest.importorskip("vllm")
+    from terminus.train.export import export
+
+    check = export(tiny_model, tmp_path / "export")
+    assert check["match"] is True, check
+
+
+@pytest.mark.parametrize("stage", ["sft", "grpo"])
+def test_paper_recipes_validate_without_downloading(stage):
+    module = sft_module if stage == "sft" else pytest.importorskip("terminus.train.grpo")
+    info = module.main(*module.parse(["--config", str(ROOT / f"configs/{stage}/qwen3-4b.yaml"), "--dry_run", "true"]))
+    if stage == "sft":
+        assert info["class"] == "Qwen3ForCausalLM" and info["peft"] and info["max_length"] >= 8192
+    else:
+        assert info["use_vllm"] and info["num_generations"] == 8
