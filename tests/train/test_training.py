@@ -21,10 +21,19 @@ from terminus.train.data import build_sft_dataset
 @pytest.fixture(scope="module")
 def sft_data(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("data")
-    raw = {"run": "t", "tasks": {"synthetic": {"languages": ["python", "go"], "repos_per_language": 3,
-                                               "variants": ["pass", "fail"], "verbose_lines": 0},
-                                 "registry": {"enabled": False},
-                                 "splits": {"train": 0.8, "val": 0.2, "test": 0.0}}}  # fmt: skip
+    raw = {
+        "run": "t",
+        "tasks": {
+            "synthetic": {
+                "languages": ["python", "go"],
+                "repos_per_language": 3,
+                "variants": ["pass", "fail"],
+                "verbose_lines": 0,
+            },
+            "registry": {"enabled": False},
+            "splits": {"train": 0.8, "val": 0.2, "test": 0.0},
+        },
+    }
     (root / "config.yaml").write_text(yaml.safe_dump(raw))
     build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
     collect(root / "tasks.jsonl", make_policy("scripted"), root / "traj.jsonl", concurrency=2, show_progress=False)
@@ -39,9 +48,25 @@ def params(path: Path) -> dict[str, torch.Tensor]:
 
 
 def run_sft(model: Path, data: Path, out: Path, *extra: str) -> dict:
-    argv = ["--config", str(ROOT / "configs/sft/tiny.yaml"), "--model_name_or_path", str(model), "--dataset_path",
-            str(data), "--output_dir", str(out), "--report_to", "none", "--eval_strategy", "no",
-            "--save_strategy", "no", "--logging_steps", "1", *extra]  # fmt: skip
+    argv = [
+        "--config",
+        str(ROOT / "configs/sft/tiny.yaml"),
+        "--model_name_or_path",
+        str(model),
+        "--dataset_path",
+        str(data),
+        "--output_dir",
+        str(out),
+        "--report_to",
+        "none",
+        "--eval_strategy",
+        "no",
+        "--save_strategy",
+        "no",
+        "--logging_steps",
+        "1",
+        *extra,
+    ]
     return sft_module.main(*sft_module.parse(argv))
 
 
@@ -52,8 +77,14 @@ def test_trl_loss_mask_is_exactly_the_assistant_turns(tiny_model, sft_data):
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     data = load_from_disk(str(sft_data[1]))["train"].select(range(3))
-    args = SFTConfig(output_dir="/tmp/unused", assistant_only_loss=True, max_length=8192, report_to="none",
-                     use_cpu=True, dataset_num_proc=1)  # fmt: skip
+    args = SFTConfig(
+        output_dir="/tmp/unused",
+        assistant_only_loss=True,
+        max_length=8192,
+        report_to="none",
+        use_cpu=True,
+        dataset_num_proc=1,
+    )
     trainer = SFTTrainer(model=str(tiny_model), args=args, train_dataset=data, processing_class=tokenizer)
     for row, processed in zip(data, trainer.train_dataset, strict=True):
         # the labels TRL computes its loss on: -100 everywhere but the tokens it trains
@@ -86,8 +117,20 @@ def test_sft_steps_change_the_parameters_and_log(tiny_model, sft_data, tmp_path)
 def test_sft_with_lora_changes_only_the_adapter_and_export_merges_it(tiny_model, sft_data, tmp_path):
     from terminus.train.export import export
 
-    summary = run_sft(tiny_model, sft_data[1], tmp_path / "lora", "--max_steps", "2", "--use_peft", "true",
-                      "--lora_r", "8", "--lora_target_modules", "q_proj", "v_proj")  # fmt: skip
+    summary = run_sft(
+        tiny_model,
+        sft_data[1],
+        tmp_path / "lora",
+        "--max_steps",
+        "2",
+        "--use_peft",
+        "true",
+        "--lora_r",
+        "8",
+        "--lora_target_modules",
+        "q_proj",
+        "v_proj",
+    )
     assert (Path(summary["model"]) / "adapter_config.json").is_file()
     check = export(Path(summary["model"]), tmp_path / "merged", base=str(tiny_model), check_vllm=False)
     merged, base = params(tmp_path / "merged"), params(tiny_model)
@@ -106,10 +149,13 @@ def test_rollout_tokens_mask_tool_output(tiny_model):
         "type": "function",
         "function": {"name": "run_in_terminal", "arguments": '{"command": "ls", "timeout_ms": 1000}'},
     }
-    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "run the tests"},
-                {"role": "assistant", "content": "", "tool_calls": [call]},
-                {"role": "tool", "content": "TOOL OUTPUT LINE\n[exit code 0]"},
-                {"role": "assistant", "content": "<final_answer>\nCommand: ls\nSummary: done.\n</final_answer>"}]  # fmt: skip
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "run the tests"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "TOOL OUTPUT LINE\n[exit code 0]"},
+        {"role": "assistant", "content": "<final_answer>\nCommand: ls\nSummary: done.\n</final_answer>"},
+    ]
     tokens = episode_tokens(tokenizer, messages, None)
     model_text = tokenizer.decode([t for t, m in zip(tokens["completion_ids"], tokens["env_mask"], strict=True) if m])
     other_text = tokenizer.decode(
@@ -130,9 +176,24 @@ def test_grpo_steps_change_the_parameters(tiny_model, sft_data, tmp_path):
     summary = run_sft(tiny_model, data, tmp_path / "sft", "--max_steps", "60")
     export(Path(summary["model"]), tmp_path / "sft-merged", check_vllm=False)
     before = params(tmp_path / "sft-merged")
-    argv = ["--config", str(ROOT / "configs/grpo/tiny.yaml"), "--model_name_or_path", str(tmp_path / "sft-merged"),
-            "--tasks_file", str(tasks), "--output_dir", str(tmp_path / "grpo"), "--max_steps", "3",
-            "--report_to", "none", "--save_strategy", "no", "--learning_rate", "1e-3"]  # fmt: skip
+    argv = [
+        "--config",
+        str(ROOT / "configs/grpo/tiny.yaml"),
+        "--model_name_or_path",
+        str(tmp_path / "sft-merged"),
+        "--tasks_file",
+        str(tasks),
+        "--output_dir",
+        str(tmp_path / "grpo"),
+        "--max_steps",
+        "3",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--learning_rate",
+        "1e-3",
+    ]
     result = grpo_module.main(*grpo_module.parse(argv))
     after = params(Path(result["model"]))
     assert any(not torch.equal(before[k], after[k]) for k in before)
