@@ -423,6 +423,68 @@ def training_summary_command(
         k: v for k, v in result["grpo"].items() if k != "reward_curve"}}, indent=1))  # fmt: skip
 
 
+@app.command("eval")
+def eval_command(
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `eval` section)."),
+    tasks: Path = typer.Option(..., help="Validated task file."),
+    out: Path = typer.Option(None, help="Folder (default results/<run>/eval): records.jsonl and summary.csv."),
+    references: Path = typer.Option(None, help="Expert trajectories: the judge's references."),
+    no_llm: bool = typer.Option(False, "--no-llm", help="Score the execution benchmark with the fact checker only."),
+    quiet: bool = typer.Option(False, help="No progress bar."),
+) -> None:
+    """Run the grid (resumable) and write per-cell metrics with bootstrap intervals and paired differences."""
+    from terminus.config import run_dir, stamp
+    from terminus.eval.grid import run_grid
+    from terminus.eval.metrics import summarise, write_csv
+    from terminus.judge.scorer import Scorer, ScorerConfig
+    from terminus.tasks.record import TaskFileError, load_tasks
+    from terminus.train.data import read_jsonl
+
+    cfg = _config(config)
+    out = out or run_dir(cfg) / "eval"
+    try:
+        task_map = {t.id: t for t in load_tasks(tasks)}
+    except TaskFileError as err:
+        _fail(str(err))
+    refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
+    for sub in cfg["eval"]["subagents"]:
+        if sub.get("model") and sub["policy"] in ("transformers", "vllm"):
+            from terminus.config import resolve
+
+            sub["model"] = str(resolve(sub["model"]))
+            if not Path(sub["model"]).exists():
+                _fail(f"eval.subagents {sub['name']}: model {sub['model']} does not exist")
+    with _judge_from_config(cfg, run_dir(cfg), no_llm) as judge:
+        scorer = Scorer(tasks=task_map, judge=judge, config=ScorerConfig.load(cfg["judge"]["scorer"]), references=refs)
+        try:
+            records = run_grid(cfg, tasks, out, scorer, show_progress=not quiet)
+        except ValueError as err:
+            _fail(str(err))
+    rows = summarise(records, stamp(cfg))
+    write_csv(rows, out / "summary.csv")
+    typer.echo(f"{len(records)} episodes; {len(rows)} cells in {out / 'summary.csv'}")
+
+
+@app.command("case-study")
+def case_study_command(
+    records: Path = typer.Option(..., help="results/<run>/eval/records.jsonl"),
+    out: Path = typer.Option(..., help="case_study.json to write."),
+    task: str = typer.Option(None, help="Task id (default: the largest saving at equal outcome)."),
+    subagent: str = typer.Option("scripted", help="Which subagent's episode to set against No-Subagent."),
+) -> None:
+    """Serilog-style side by side: main-agent tokens, turns, terminal calls; the subagent's commands and summary."""
+    from terminus.agent.trajectory import write_json_atomic
+    from terminus.eval.case_study import case_study
+    from terminus.train.data import read_jsonl
+
+    try:
+        study = case_study(read_jsonl(records), task, subagent)
+    except (FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+    write_json_atomic(out, study)
+    typer.echo(json.dumps({k: v for k, v in study.items() if k != "with_subagent"}, indent=1))
+
+
 def main() -> None:  # pragma: no cover
     sys.exit(app())
 

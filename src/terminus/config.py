@@ -41,6 +41,8 @@ FillingValidator = _with_defaults(jsonschema.Draft202012Validator)
 def load_config(path: Path | str | None = None) -> dict:
     """The validated config with every default filled in; errors name the file, the key and the problem."""
     path = Path(path or DEFAULT)
+    if not path.is_file() and not path.is_absolute() and (ROOT / path).is_file():
+        path = ROOT / path  # configs/... from any working directory
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:

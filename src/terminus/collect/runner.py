@@ -56,14 +56,14 @@ def run_episode(
         )
 
 
-def split_timings(record: dict) -> tuple[dict, dict]:
+def split_timings(record: dict, key: str = "id") -> tuple[dict, dict]:
     """The deterministic record and its measurements (per-turn durations)."""
     record = json.loads(json.dumps(record))
     durations = []
     for turn in record.get("turns", []):
         durations.append(turn.get("duration_s"))
         turn["duration_s"] = 0.0
-    return record, {"id": record.get("id"), "durations_s": durations}
+    return record, {"id": record.get(key), "durations_s": durations}
 
 
 class ResumableJsonl:
@@ -137,7 +137,7 @@ async def _gather(jobs: list[tuple[str, Callable[[], dict]]], store: ResumableJs
         async def one(key: str, job: Callable[[], dict]) -> None:
             async with gate:
                 record = await loop.run_in_executor(pool, job)
-                clean, timing = split_timings(record)
+                clean, timing = split_timings(record, store.key)
                 store.add(clean, timing)
                 bar()
 
@@ -150,11 +150,12 @@ def run_jobs(
     concurrency: int = 4,
     show_progress: bool = True,
     label: str = "episodes",
+    key: str = "id",
 ) -> list[dict]:
     """Run the jobs whose key is not yet in `out`, `concurrency` at a time; returns all records, sorted."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    store = ResumableJsonl(out)
+    store = ResumableJsonl(out, key)
     todo = [(k, j) for k, j in jobs if not store.done(k)]
     if len(todo) < len(jobs):
         log.info("%d of %d %s already done; running the other %d", len(jobs) - len(todo), len(jobs), label, len(todo))

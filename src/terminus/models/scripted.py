@@ -51,6 +51,14 @@ def filtered(command: str, keep: str) -> str:  # keep: a filter reading the log 
     )
 
 
+def shown(command: str) -> str:
+    """The command as the answer names it: a run whose log went to a file is named by its run, not its filter."""
+    for marker in (' > "$TMPDIR/run.log"', ' > "$TMPDIR/build.log"'):
+        if marker in command:
+            return command.split(marker, 1)[0] + "  (full log kept in the sandbox, filtered)"
+    return command
+
+
 NODE_KEEP = (
     r"grep -E '^\s*(not )?ok [0-9]+ - |^# (tests|pass|fail|skipped|cancelled) |\.m?js:[0-9]+:[0-9]+\)|"
     r"^# \S+\.m?js:[0-9]+$|"
@@ -296,7 +304,7 @@ class ScriptedPolicy:
                 summary = f"Found a {kind} project at {where}." if project else "No recognised build files found."
             else:
                 summary = summarise(kind, command, obs)
-            entries.append({"command": command, "summary": summary})
+            entries.append({"command": shown(command), "summary": summary})
         return _answer(entries)
 
 

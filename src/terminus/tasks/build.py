@@ -83,7 +83,8 @@ def _synthetic(cfg: dict, seed: int, repos_dir: Path, progress) -> list[Task]:
                         workspace=f"repos/{snapshot}",
                         variant=variant,
                         meta={"domain": domain, "subfolder": project.spec.subfolder, "suites": project.spec.suites,
-                              "verbose": bool(project.spec.verbose_lines)},
+                              "verbose": bool(project.spec.verbose_lines), "runner": language,
+                              **({"fix": synthetic.fix_for(project)} if variant == "fail" else {})},
                     ))  # fmt: skip
                 progress()
     return tasks
@@ -131,7 +132,7 @@ def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, bac
                     workspace=f"repos/{snapshot}",
                     variant="mutant",
                     meta={"package": name, "version": version, "mutation": f"{mutant.file}:{mutant.line} "
-                          f"{mutant.original} -> {mutant.replacement}"},
+                          f"{mutant.original} -> {mutant.replacement}", "runner": "python", "fix": mutant.fix},
                 ))  # fmt: skip
         shutil.rmtree(work, ignore_errors=True)
         progress()

@@ -64,6 +64,7 @@ class Mutant:
     original: str
     replacement: str
     facts: dict = field(default_factory=dict)
+    fix: dict = field(default_factory=dict)  # the edit that undoes the mutation (the repair benchmark's gold)
 
 
 def download(name: str, version: str, cache: Path) -> Path:
@@ -292,6 +293,9 @@ def mutants_for(
             continue
         rel, line, _, _, old, new = site
         mutant = Mutant(rel, line, old, new)
+        original_line = (root / rel).read_text().splitlines()[line - 1]
+        mutated_line = (tree / rel).read_text().splitlines()[line - 1]
+        mutant.fix = {"file": rel, "line": line, "old": mutated_line, "new": original_line}
         mutant.facts = {
             "project_root": ".",
             "tests": {

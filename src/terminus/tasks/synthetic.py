@@ -573,6 +573,20 @@ def _go(spec: Spec, out: Files, _: list) -> dict:
     return info
 
 
+def fix_for(project: Project) -> dict | None:
+    """The edit that repairs a `fail` project: its mutated line back to the line the passing variant has."""
+    import dataclasses
+
+    spec = project.spec
+    if spec.variant != "fail":
+        return None
+    fixed = render(dataclasses.replace(spec, variant="pass", mutated=None, mutated_expr=None))
+    path, line = project.facts["error"]["root_cause"].rsplit(":", 1)
+    old = project.files[path].splitlines()[int(line) - 1]
+    new = fixed.files[path].splitlines()[int(line) - 1]
+    return {"file": path, "line": int(line), "old": old, "new": new}
+
+
 def generate(language: str, domain: str, variant: str, index: int = 0, seed: int = 0, **options) -> Project:
     """One project with its facts. See `make_spec` for the options."""
     return render(make_spec(language, domain, variant, index, seed, **options))

@@ -1,0 +1,156 @@
+"""`terminus eval --config ...`: the evaluation grid. Cells = main agent x subagent x benchmark x seed.
+
+Benchmarks:
+- `repair`: fault-injected tasks of the split (synthetic failing-test projects, registry mutants); the main
+  agent works until it stops; resolved = the task's tests pass on its edited tree, checked in a fresh sandbox.
+- `execution`: the split's execution tasks; the task's query is forwarded to the subagent as is (isolated from
+  any main agent, as in RL) and its episode is scored by the Scorer (judge and fact checker).
+
+Records (EvalRecord, JSON lines) are keyed by cell and task: a rerun after an interruption does only the
+missing episodes. `summary.csv` has, per cell, every metric with a 95% bootstrap interval and the paired
+difference against the No-Subagent cell of the same main agent, benchmark and seed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+from pathlib import Path
+
+from terminus.collect.runner import run_episode, run_jobs
+from terminus.mainagent.brains import RAW_TESTS, LLMMainAgent, ReplayMainAgent
+from terminus.mainagent.harness import run_main_agent
+from terminus.mainagent.tokens import TokenCounter
+from terminus.sandbox import make_sandbox
+from terminus.tasks.record import Task, load_tasks
+
+log = logging.getLogger(__name__)
+SCHEMA = "terminus.eval/1"
+
+
+def subagent_policy(spec: dict):
+    """None for the No-Subagent baseline, else the policy the spec names."""
+    from terminus.models import make_policy
+
+    if spec["policy"] == "none":
+        return None
+    options = {}
+    if spec["policy"] in ("transformers", "vllm"):
+        options["max_new_tokens"] = spec.get("max_new_tokens", 256)
+    if spec["policy"] == "openai" and spec.get("api_key_env"):
+        import os
+
+        options["api_key"] = os.environ.get(spec["api_key_env"])
+    return make_policy(spec["policy"], model=spec.get("model"), base_url=spec.get("base_url"), **options)
+
+
+def main_brain(spec: dict):
+    if spec["kind"] == "replay":
+        return ReplayMainAgent()
+    import os
+
+    key = os.environ.get(spec["api_key_env"]) if spec.get("api_key_env") else None
+    return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key)
+
+
+def verify(task: Task, tree: Path, backend: str | None) -> bool:
+    """The task's tests pass on the edited tree, in a fresh sandbox."""
+    root = task.facts.get("project_root", ".")
+    command = RAW_TESTS[task.meta.get("runner", task.language)]
+    if root not in (".", ""):
+        command = f"cd {root} && {command}"
+    with make_sandbox(backend, tree) as box:
+        result = box.run(command, 600)
+    return result.exit_code == 0 and not result.timed_out
+
+
+def repair_episode(task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None,
+                   stamp: dict, tokenizer: str) -> dict:  # fmt: skip
+    import shutil
+
+    start = time.perf_counter()
+    brain = main_brain(main)
+    policy = subagent_policy(sub)
+    key = record_key(main["name"], sub["name"], "repair", seed, task.id)
+    result, tree = run_main_agent(brain, task, tasks_file, subagent_policy=policy, backend=backend,
+                                  counter=TokenCounter(tokenizer), episode_id=key)  # fmt: skip
+    resolved = verify(task, tree, backend) if result.error is None else False
+    shutil.rmtree(tree.parent, ignore_errors=True)
+    return {
+        "schema": SCHEMA, "key": key, "main_agent": main["name"], "subagent": sub["name"], "benchmark": "repair",
+        "seed": seed, "task_id": task.id, "language": task.language, "source": task.source,
+        "main_agent_tokens": result.tokens, "main_prompt_tokens": result.prompt_tokens,
+        "main_completion_tokens": result.completion_tokens, "main_agent_turns": result.turns,
+        "direct_terminal_calls": result.direct_terminal_calls, "subagent_calls": result.subagent_calls,
+        "subagent_tokens": result.subagent_tokens, "subagent_turns": result.subagent_turns,
+        "timeouts": result.timeouts, "resolved": float(resolved), "error": result.error,
+        "subagent_episodes": [{k: v for k, v in e.items() if k != "trajectory"} for e in result.subagent_episodes],
+        "judge_score": None, "fact_precision": None, "fact_recall": None, "hallucinated": None, "reward": None,
+        "wall_s": round(time.perf_counter() - start, 3), **stamp,
+    }  # fmt: skip
+
+
+def execution_episode(task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None,
+                      stamp: dict, scorer) -> dict:  # fmt: skip
+    start = time.perf_counter()
+    key = record_key(main["name"], sub["name"], "execution", seed, task.id)
+    traj = run_episode(task, tasks_file, subagent_policy(sub), backend=backend, trajectory_id=key).to_dict()
+    verdict = scorer.score([traj])[0]
+    return {
+        "schema": SCHEMA, "key": key, "main_agent": main["name"], "subagent": sub["name"], "benchmark": "execution",
+        "seed": seed, "task_id": task.id, "language": task.language, "source": task.source,
+        "main_agent_tokens": None, "main_prompt_tokens": None, "main_completion_tokens": None,
+        "main_agent_turns": None, "direct_terminal_calls": None, "subagent_calls": 1,
+        "subagent_tokens": traj["prompt_tokens"] + traj["completion_tokens"], "subagent_turns": len(traj["turns"]),
+        "timeouts": sum(t["timed_out"] for t in traj["turns"]), "resolved": None, "error": traj.get("error"),
+        "subagent_episodes": [{"query": task.query, "commands": [t["command"] for t in traj["turns"]],
+                               "answer": "\n".join(f"Command: {e['command']}\nSummary: {e['summary']}"
+                                                   for e in traj["final_answer"] or []),
+                               "termination": traj["termination"]}],
+        "judge_score": verdict["judge_score"], "fact_precision": verdict["fact_precision"],
+        "fact_recall": verdict["fact_recall"], "hallucinated": len(verdict["hallucinated"]),
+        "reward": verdict["reward"], "wall_s": round(time.perf_counter() - start, 3), **stamp,
+    }  # fmt: skip
+
+
+def record_key(main: str, sub: str, benchmark: str, seed: int, task_id: str) -> str:
+    return f"{main}|{sub}|{benchmark}|{seed}|{task_id}"
+
+
+def cells(eval_cfg: dict) -> list[tuple[dict, dict, str, int]]:
+    out = []
+    for main in eval_cfg["main_agents"]:
+        for sub in eval_cfg["subagents"]:
+            for bench in eval_cfg["benchmarks"]:
+                if bench == "execution" and sub["policy"] == "none":
+                    continue  # nothing to forward a query to
+                for seed in eval_cfg["seeds"]:
+                    out.append((main, sub, bench, seed))
+    return out
+
+
+def run_grid(config: dict, tasks_file: Path, out_dir: Path, scorer, *, show_progress: bool = True) -> list[dict]:
+    from terminus.config import stamp as make_stamp
+
+    eval_cfg = config["eval"]
+    tasks = [t for t in load_tasks(tasks_file) if t.split == eval_cfg["split"]]
+    repair = [t for t in tasks if t.meta.get("fix") and t.task_type == "test-execution"]
+    execution = tasks
+    if eval_cfg.get("max_tasks"):
+        repair, execution = repair[: eval_cfg["max_tasks"]], execution[: eval_cfg["max_tasks"]]
+    if not repair and "repair" in eval_cfg["benchmarks"]:
+        raise ValueError(f"{tasks_file} has no repair tasks in the {eval_cfg['split']} split")
+    stamp = make_stamp(config)
+    backend = config.get("sandbox")
+    jobs = []
+    for main, sub, bench, seed in cells(eval_cfg):
+        for task in repair if bench == "repair" else execution:
+            key = record_key(main["name"], sub["name"], bench, seed, task.id)
+            if bench == "repair":
+                job = partial(repair_episode, task, tasks_file, main, sub, seed, backend, stamp, eval_cfg["tokenizer"])
+            else:
+                job = partial(execution_episode, task, tasks_file, main, sub, seed, backend, stamp, scorer)
+            jobs.append((key, job))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return run_jobs(jobs, out_dir / "records.jsonl", eval_cfg["concurrency"], show_progress, "eval grid", key="key")

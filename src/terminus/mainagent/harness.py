@@ -1,0 +1,212 @@
+"""The main agent: a coding agent that works on a task with a terminal (raw output into its own context,
+truncated as real agents do), file read/edit tools, and optionally `execution_subagent`, which delegates to the
+subagent loop with any policy. It counts its own prompt and completion tokens per turn with its model's
+tokenizer, its turns, its direct terminal calls and its subagent calls.
+
+Two main agents share this harness:
+- `llm`: any OpenAI-compatible chat model decides every step (the paper's setting);
+- `replay`: no model; a fixed plan of execution needs per task (run the tests, diagnose the failure, read the
+  culprit, apply the fix, verify), issued as raw commands without the subagent and as queries with it, so that
+  the token effect of delegation is measured on identical work.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
+from terminus.agent.terminal import TERMINAL_TOOL, observation
+from terminus.mainagent.tokens import TokenCounter
+from terminus.sandbox import Limits, make_sandbox
+
+log = logging.getLogger(__name__)
+
+MAIN_OUTPUT_CHARS = 30_000  # what a coding agent's terminal keeps of one command's output (head and tail)
+READ_TOOL = {"type": "function", "function": {
+    "name": "read_file", "description": "Read a file of the repository.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}  # fmt: skip
+EDIT_TOOL = {"type": "function", "function": {
+    "name": "edit_file", "description": "Replace the exact text `old` by `new` in a file (old must occur once).",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "old": {"type": "string"},
+                   "new": {"type": "string"}}, "required": ["path", "old", "new"]}}}  # fmt: skip
+SUBAGENT_TOOL = {"type": "function", "function": {
+    "name": "execution_subagent",
+    "description": ("Delegate terminal work (building, running tests, diagnosing failures) to an execution subagent. "
+                    "It runs the commands in its own context and returns a short summary per command, not the logs."),
+    "parameters": {"type": "object", "properties": {"query": {"type": "string", "description":
+                   "What to run and what you want to know."}}, "required": ["query"]}}}  # fmt: skip
+SYSTEM = (
+    "You are a coding agent working in a repository at {workspace}. Task: {task}\n"
+    "Use the tools to investigate and fix the problem. {delegation}When you are done, reply without a tool call."
+)
+DELEGATION = "Prefer execution_subagent for running builds and tests: it keeps verbose logs out of your context. "
+
+
+@dataclass
+class MainAgentResult:
+    main_agent: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    turns: int = 0
+    direct_terminal_calls: int = 0
+    subagent_calls: int = 0
+    subagent_tokens: int = 0
+    subagent_turns: int = 0
+    timeouts: int = 0
+    subagent_episodes: list[dict] = field(default_factory=list)
+    per_turn: list[dict] = field(default_factory=list)
+    edits: list[dict] = field(default_factory=list)
+    final_message: str = ""
+    error: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"tokens": self.tokens}
+
+
+class Workbench:
+    """The main agent's tools over one sandbox; the subagent gets a fresh sandbox over the current files."""
+
+    def __init__(self, box, backend: str | None, subagent_policy=None, subagent_turns: int = 10) -> None:
+        self.box = box
+        self.backend = backend
+        self.subagent_policy = subagent_policy
+        self.subagent_turns = subagent_turns
+
+    @property
+    def tools(self) -> list[dict]:
+        tools = [TERMINAL_TOOL, READ_TOOL, EDIT_TOOL]
+        return tools + [SUBAGENT_TOOL] if self.subagent_policy is not None else tools
+
+    def call(self, name: str, args: dict, result: MainAgentResult, parent_id: str) -> str:
+        if name == "run_in_terminal":
+            result.direct_terminal_calls += 1
+            out = self.box.run(str(args.get("command", "")), float(args.get("timeout_ms", 120_000)) / 1000)
+            result.timeouts += int(out.timed_out)
+            return truncate(observation(out))
+        if name == "read_file":
+            path = Path(self.box.workspace) / str(args.get("path", ""))
+            if not path.is_file():
+                return f"error: no file {args.get('path')}"
+            return truncate(path.read_text(errors="replace"))
+        if name == "edit_file":
+            path = Path(self.box.workspace) / str(args.get("path", ""))
+            if not path.is_file():
+                return f"error: no file {args.get('path')}"
+            text = path.read_text()
+            if text.count(str(args.get("old", ""))) != 1:
+                return "error: `old` must occur exactly once in the file"
+            path.write_text(text.replace(args["old"], args.get("new", ""), 1))
+            result.edits.append({"path": args["path"], "old": args["old"], "new": args.get("new", "")})
+            return "ok"
+        if name == "execution_subagent" and self.subagent_policy is not None:
+            result.subagent_calls += 1
+            query = str(args.get("query", ""))
+            with make_sandbox(self.backend, Path(self.box.workspace)) as sub_box:
+                agent = ExecutionSubagent(self.subagent_policy, sub_box, AgentConfig(max_turns=self.subagent_turns))
+                traj = agent.run(query, parent_id=parent_id)
+            answer = answer_text(traj)
+            result.subagent_turns += len(traj.turns)
+            result.subagent_tokens += traj.prompt_tokens + traj.completion_tokens
+            result.timeouts += sum(t.timed_out for t in traj.turns)
+            result.subagent_episodes.append({"query": query, "commands": [t.command for t in traj.turns],
+                                             "answer": answer, "termination": traj.termination,
+                                             "trajectory": traj.to_dict()})  # fmt: skip
+            return answer
+        return f"error: there is no tool {name!r}"
+
+
+def truncate(text: str, limit: int = MAIN_OUTPUT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters truncated ...]\n{text[-half:]}"
+
+
+class MainAgentLoop:
+    """Runs a main agent (anything with `next_step(messages, tools) -> assistant message`) and does the bookkeeping."""
+
+    def __init__(self, brain, counter: TokenCounter, max_turns: int = 40) -> None:
+        self.brain, self.counter, self.max_turns = brain, counter, max_turns
+
+    def run(self, bench: Workbench, task_text: str, parent_id: str) -> MainAgentResult:
+        result = MainAgentResult(main_agent=self.brain.name)
+        delegation = DELEGATION if bench.subagent_policy is not None else ""
+        workspace = getattr(bench.box, "inside_workspace", "/workspace")
+        messages = [
+            {"role": "system", "content": SYSTEM.format(workspace=workspace, task=task_text, delegation=delegation)},
+            {"role": "user", "content": task_text},
+        ]
+        try:
+            for _ in range(self.max_turns):
+                reply = self.brain.next_step(messages, bench.tools)
+                prompt = self.counter.messages(messages, bench.tools)
+                completion = self.counter.message(reply)
+                usage = reply.get("usage") or {}
+                prompt, completion = usage.get("prompt_tokens", prompt), usage.get("completion_tokens", completion)
+                result.prompt_tokens += prompt
+                result.completion_tokens += completion
+                result.turns += 1
+                result.per_turn.append({"prompt_tokens": prompt, "completion_tokens": completion})
+                message = {"role": "assistant", "content": reply.get("content") or ""}
+                if reply.get("tool_calls"):
+                    message["tool_calls"] = reply["tool_calls"]
+                messages.append(message)
+                if not reply.get("tool_calls"):
+                    result.final_message = message["content"]
+                    break
+                for call in reply["tool_calls"]:
+                    fn = call["function"]
+                    args = fn["arguments"]
+                    try:
+                        args = json.loads(args) if isinstance(args, str) else dict(args)
+                    except (json.JSONDecodeError, TypeError, ValueError):
+                        args = {}
+                    output = bench.call(fn["name"], args, result, parent_id)
+                    messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": output})
+        except Exception as err:  # an endpoint failure ends the episode, recorded (the grid keeps going)
+            log.exception("main agent failed")
+            result.error = f"{type(err).__name__}: {err}"
+        return result
+
+
+def run_main_agent(
+    brain,
+    task,
+    tasks_file: Path,
+    *,
+    subagent_policy=None,
+    backend: str | None = None,
+    counter: TokenCounter | None = None,
+    max_turns: int = 40,
+    episode_id: str = "",
+) -> tuple[MainAgentResult, Path]:
+    """Run one main-agent episode on a copy of the task's repository; returns the result and the edited tree."""
+    import tempfile
+
+    counter = counter or TokenCounter()
+    limits = Limits(output_head_bytes=MAIN_OUTPUT_CHARS // 2, output_tail_bytes=MAIN_OUTPUT_CHARS // 2)
+    keep = Path(tempfile.mkdtemp(prefix="terminus-main-"))
+    start = time.perf_counter()
+    with make_sandbox(backend, task.workspace_path(tasks_file), limits=limits) as box:
+        bench = Workbench(box, backend, subagent_policy)
+        brain.prepare(task) if hasattr(brain, "prepare") else None
+        result = MainAgentLoop(brain, counter, max_turns).run(bench, task_description(task), episode_id)
+        import shutil
+
+        shutil.copytree(box.workspace, keep / "repo", symlinks=True, dirs_exist_ok=True)
+    result.per_turn.append({"wall_s": round(time.perf_counter() - start, 3)})
+    return result, keep / "repo"
+
+
+def task_description(task) -> str:
+    root = task.facts.get("project_root", ".")
+    where = "" if root in (".", "") else f" (the project lives in {root}/)"
+    return f"The test suite of this repository fails{where}. Find the cause and fix the code so that all tests pass."
