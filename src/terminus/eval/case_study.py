@@ -27,21 +27,28 @@ def case_study(records: list[dict], task_id: str | None = None, subagent: str = 
     without, with_ = pick["none"], pick[subagent]
 
     def side(r: dict) -> dict:
-        return {"main_agent_tokens": r["main_agent_tokens"], "main_agent_turns": r["main_agent_turns"],
-                "direct_terminal_calls": r["direct_terminal_calls"], "subagent_calls": r["subagent_calls"],
-                "resolved": bool(r["resolved"])}  # fmt: skip
+        return {
+            "main_agent_tokens": r["main_agent_tokens"],
+            "main_agent_turns": r["main_agent_turns"],
+            "direct_terminal_calls": r["direct_terminal_calls"],
+            "subagent_calls": r["subagent_calls"],
+            "resolved": bool(r["resolved"]),
+        }
 
     return {
         "task_id": task_id,
         "main_agent": with_["main_agent"],
         "subagent": subagent,
         "without_subagent": side(without),
-        "with_subagent": side(with_) | {
+        "with_subagent": side(with_)
+        | {
             "subagent_commands": sum(len(e["commands"]) for e in with_["subagent_episodes"]),
-            "calls": [{"query": e["query"], "commands": e["commands"], "summary": e["answer"]}
-                      for e in with_["subagent_episodes"]],
+            "calls": [
+                {"query": e["query"], "commands": e["commands"], "summary": e["answer"]}
+                for e in with_["subagent_episodes"]
+            ],
         },
         "token_ratio": round(with_["main_agent_tokens"] / max(1, without["main_agent_tokens"]), 4),
         "config_hash": with_.get("config_hash"),
         "git_commit": with_.get("git_commit"),
-    }  # fmt: skip
+    }

@@ -65,53 +65,104 @@ def verify(task: Task, tree: Path, backend: str | None) -> bool:
     return result.exit_code == 0 and not result.timed_out
 
 
-def repair_episode(task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None,
-                   stamp: dict, tokenizer: str) -> dict:  # fmt: skip
+def repair_episode(
+    task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None, stamp: dict, tokenizer: str
+) -> dict:
     import shutil
 
     start = time.perf_counter()
     brain = main_brain(main)
     policy = subagent_policy(sub)
     key = record_key(main["name"], sub["name"], "repair", seed, task.id)
-    result, tree = run_main_agent(brain, task, tasks_file, subagent_policy=policy, backend=backend,
-                                  counter=TokenCounter(tokenizer), episode_id=key)  # fmt: skip
+    result, tree = run_main_agent(
+        brain,
+        task,
+        tasks_file,
+        subagent_policy=policy,
+        backend=backend,
+        counter=TokenCounter(tokenizer),
+        episode_id=key,
+    )
     resolved = verify(task, tree, backend) if result.error is None else False
     shutil.rmtree(tree.parent, ignore_errors=True)
     return {
-        "schema": SCHEMA, "key": key, "main_agent": main["name"], "subagent": sub["name"], "benchmark": "repair",
-        "seed": seed, "task_id": task.id, "language": task.language, "source": task.source,
-        "main_agent_tokens": result.tokens, "main_prompt_tokens": result.prompt_tokens,
-        "main_completion_tokens": result.completion_tokens, "main_agent_turns": result.turns,
-        "direct_terminal_calls": result.direct_terminal_calls, "subagent_calls": result.subagent_calls,
-        "subagent_tokens": result.subagent_tokens, "subagent_turns": result.subagent_turns,
-        "timeouts": result.timeouts, "resolved": float(resolved), "error": result.error,
+        "schema": SCHEMA,
+        "key": key,
+        "main_agent": main["name"],
+        "subagent": sub["name"],
+        "benchmark": "repair",
+        "seed": seed,
+        "task_id": task.id,
+        "language": task.language,
+        "source": task.source,
+        "main_agent_tokens": result.tokens,
+        "main_prompt_tokens": result.prompt_tokens,
+        "main_completion_tokens": result.completion_tokens,
+        "main_agent_turns": result.turns,
+        "direct_terminal_calls": result.direct_terminal_calls,
+        "subagent_calls": result.subagent_calls,
+        "subagent_tokens": result.subagent_tokens,
+        "subagent_turns": result.subagent_turns,
+        "timeouts": result.timeouts,
+        "resolved": float(resolved),
+        "error": result.error,
         "subagent_episodes": [{k: v for k, v in e.items() if k != "trajectory"} for e in result.subagent_episodes],
-        "judge_score": None, "fact_precision": None, "fact_recall": None, "hallucinated": None, "reward": None,
-        "wall_s": round(time.perf_counter() - start, 3), **stamp,
-    }  # fmt: skip
+        "judge_score": None,
+        "fact_precision": None,
+        "fact_recall": None,
+        "hallucinated": None,
+        "reward": None,
+        "wall_s": round(time.perf_counter() - start, 3),
+        **stamp,
+    }
 
 
-def execution_episode(task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None,
-                      stamp: dict, scorer) -> dict:  # fmt: skip
+def execution_episode(
+    task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None, stamp: dict, scorer
+) -> dict:
     start = time.perf_counter()
     key = record_key(main["name"], sub["name"], "execution", seed, task.id)
     traj = run_episode(task, tasks_file, subagent_policy(sub), backend=backend, trajectory_id=key).to_dict()
     verdict = scorer.score([traj])[0]
     return {
-        "schema": SCHEMA, "key": key, "main_agent": main["name"], "subagent": sub["name"], "benchmark": "execution",
-        "seed": seed, "task_id": task.id, "language": task.language, "source": task.source,
-        "main_agent_tokens": None, "main_prompt_tokens": None, "main_completion_tokens": None,
-        "main_agent_turns": None, "direct_terminal_calls": None, "subagent_calls": 1,
-        "subagent_tokens": traj["prompt_tokens"] + traj["completion_tokens"], "subagent_turns": len(traj["turns"]),
-        "timeouts": sum(t["timed_out"] for t in traj["turns"]), "resolved": None, "error": traj.get("error"),
-        "subagent_episodes": [{"query": task.query, "commands": [t["command"] for t in traj["turns"]],
-                               "answer": "\n".join(f"Command: {e['command']}\nSummary: {e['summary']}"
-                                                   for e in traj["final_answer"] or []),
-                               "termination": traj["termination"]}],
-        "judge_score": verdict["judge_score"], "fact_precision": verdict["fact_precision"],
-        "fact_recall": verdict["fact_recall"], "hallucinated": len(verdict["hallucinated"]),
-        "reward": verdict["reward"], "wall_s": round(time.perf_counter() - start, 3), **stamp,
-    }  # fmt: skip
+        "schema": SCHEMA,
+        "key": key,
+        "main_agent": main["name"],
+        "subagent": sub["name"],
+        "benchmark": "execution",
+        "seed": seed,
+        "task_id": task.id,
+        "language": task.language,
+        "source": task.source,
+        "main_agent_tokens": None,
+        "main_prompt_tokens": None,
+        "main_completion_tokens": None,
+        "main_agent_turns": None,
+        "direct_terminal_calls": None,
+        "subagent_calls": 1,
+        "subagent_tokens": traj["prompt_tokens"] + traj["completion_tokens"],
+        "subagent_turns": len(traj["turns"]),
+        "timeouts": sum(t["timed_out"] for t in traj["turns"]),
+        "resolved": None,
+        "error": traj.get("error"),
+        "subagent_episodes": [
+            {
+                "query": task.query,
+                "commands": [t["command"] for t in traj["turns"]],
+                "answer": "\n".join(
+                    f"Command: {e['command']}\nSummary: {e['summary']}" for e in traj["final_answer"] or []
+                ),
+                "termination": traj["termination"],
+            }
+        ],
+        "judge_score": verdict["judge_score"],
+        "fact_precision": verdict["fact_precision"],
+        "fact_recall": verdict["fact_recall"],
+        "hallucinated": len(verdict["hallucinated"]),
+        "reward": verdict["reward"],
+        "wall_s": round(time.perf_counter() - start, 3),
+        **stamp,
+    }
 
 
 def record_key(main: str, sub: str, benchmark: str, seed: int, task_id: str) -> str:

@@ -9,9 +9,22 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-METRICS = ("resolve_rate", "main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls",
-           "judge_score", "fact_precision", "fact_recall", "hallucinated", "reward", "subagent_turns",
-           "subagent_tokens", "timeouts", "wall_s")  # fmt: skip
+METRICS = (
+    "resolve_rate",
+    "main_agent_tokens",
+    "main_agent_turns",
+    "direct_terminal_calls",
+    "subagent_calls",
+    "judge_score",
+    "fact_precision",
+    "fact_recall",
+    "hallucinated",
+    "reward",
+    "subagent_turns",
+    "subagent_tokens",
+    "timeouts",
+    "wall_s",
+)
 FIELD = {"resolve_rate": "resolved"}
 CELL = ("main_agent", "subagent", "benchmark", "seed")
 BASELINE = "none"
@@ -50,9 +63,13 @@ def summarise(records: list[dict], stamp: dict) -> list[dict]:
             row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"] = _round(mean), _round(lo), _round(hi)
             if baseline and cell[1] != BASELINE:
                 name = FIELD.get(metric, metric)
-                diffs = [float(r[name]) - float(by_task[r["task_id"]][name]) for r in members
-                         if r["task_id"] in by_task and r.get(name) is not None
-                         and by_task[r["task_id"]].get(name) is not None]  # fmt: skip
+                diffs = [
+                    float(r[name]) - float(by_task[r["task_id"]][name])
+                    for r in members
+                    if r["task_id"] in by_task
+                    and r.get(name) is not None
+                    and by_task[r["task_id"]].get(name) is not None
+                ]
                 d, dlo, dhi = bootstrap(diffs)
                 row[f"{metric}_diff"], row[f"{metric}_diff_lo"], row[f"{metric}_diff_hi"] = (
                     _round(d),

@@ -28,8 +28,16 @@ def single_test(language: str, test_id: str) -> str:
 
 
 def _call(name: str, **args) -> dict:
-    return {"content": "", "tool_calls": [{"id": f"call_{name}_{abs(hash(json.dumps(args, sort_keys=True))) % 10**8}",
-            "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}  # fmt: skip
+    return {
+        "content": "",
+        "tool_calls": [
+            {
+                "id": f"call_{name}_{abs(hash(json.dumps(args, sort_keys=True))) % 10**8}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ],
+    }
 
 
 class ReplayMainAgent:
@@ -57,7 +65,7 @@ class ReplayMainAgent:
                     "execution_subagent",
                     query=f"Run only the failing test {failing[0]} and tell me the assertion, "
                     "the values it compared and the file:line where it fails.",
-                ),  # fmt: skip
+                ),
             ]
         else:
             steps = [

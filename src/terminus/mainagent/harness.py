@@ -26,19 +26,41 @@ from terminus.sandbox import Limits, make_sandbox
 log = logging.getLogger(__name__)
 
 MAIN_OUTPUT_CHARS = 30_000  # what a coding agent's terminal keeps of one command's output (head and tail)
-READ_TOOL = {"type": "function", "function": {
-    "name": "read_file", "description": "Read a file of the repository.",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}  # fmt: skip
-EDIT_TOOL = {"type": "function", "function": {
-    "name": "edit_file", "description": "Replace the exact text `old` by `new` in a file (old must occur once).",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "old": {"type": "string"},
-                   "new": {"type": "string"}}, "required": ["path", "old", "new"]}}}  # fmt: skip
-SUBAGENT_TOOL = {"type": "function", "function": {
-    "name": "execution_subagent",
-    "description": ("Delegate terminal work (building, running tests, diagnosing failures) to an execution subagent. "
-                    "It runs the commands in its own context and returns a short summary per command, not the logs."),
-    "parameters": {"type": "object", "properties": {"query": {"type": "string", "description":
-                   "What to run and what you want to know."}}, "required": ["query"]}}}  # fmt: skip
+READ_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a file of the repository.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
+}
+EDIT_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "edit_file",
+        "description": "Replace the exact text `old` by `new` in a file (old must occur once).",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}},
+            "required": ["path", "old", "new"],
+        },
+    },
+}
+SUBAGENT_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "execution_subagent",
+        "description": (
+            "Delegate terminal work (building, running tests, diagnosing failures) to an execution subagent. "
+            "It runs the commands in its own context and returns a short summary per command, not the logs."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "What to run and what you want to know."}},
+            "required": ["query"],
+        },
+    },
+}
 SYSTEM = (
     "You are a coding agent working in a repository at {workspace}. Task: {task}\n"
     "Use the tools to investigate and fix the problem. {delegation}When you are done, reply without a tool call."
@@ -83,7 +105,7 @@ class Workbench:
     @property
     def tools(self) -> list[dict]:
         tools = [TERMINAL_TOOL, READ_TOOL, EDIT_TOOL]
-        return tools + [SUBAGENT_TOOL] if self.subagent_policy is not None else tools
+        return [*tools, SUBAGENT_TOOL] if self.subagent_policy is not None else tools
 
     def call(self, name: str, args: dict, result: MainAgentResult, parent_id: str) -> str:
         if name == "run_in_terminal":
@@ -116,9 +138,15 @@ class Workbench:
             result.subagent_turns += len(traj.turns)
             result.subagent_tokens += traj.prompt_tokens + traj.completion_tokens
             result.timeouts += sum(t.timed_out for t in traj.turns)
-            result.subagent_episodes.append({"query": query, "commands": [t.command for t in traj.turns],
-                                             "answer": answer, "termination": traj.termination,
-                                             "trajectory": traj.to_dict()})  # fmt: skip
+            result.subagent_episodes.append(
+                {
+                    "query": query,
+                    "commands": [t.command for t in traj.turns],
+                    "answer": answer,
+                    "termination": traj.termination,
+                    "trajectory": traj.to_dict(),
+                }
+            )
             return answer
         return f"error: there is no tool {name!r}"
 
