@@ -7,14 +7,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test test-slow lint sysdeps benchmarks clean
+.PHONY: demo test test-slow lint sysdeps benchmarks clean install-profiles cache-results dry-run-paper notebooks
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first, exactly this version: pip takes the CPU wheel on disk instead of a multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[cpu,dev]'
+	$(BIN)/pip install -q -e '.[cpu,dev,workflow]'
 	# pip pulls CUDA builds of these, which break `import transformers` on a CPU torch; text needs none
 	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 	touch $(STAMP)
@@ -23,7 +23,24 @@ sysdeps:
 	@bash scripts/sysdeps.sh
 
 demo: $(STAMP) sysdeps
-	$(BIN)/terminus demo
+	$(BIN)/snakemake --workflow-profile workflow/profiles/local
+
+# `snakemake --profile local|slurm` looks in the working directory and in the user's snakemake config dir:
+# link ours there, so the README's commands work as written.
+install-profiles:
+	mkdir -p $${XDG_CONFIG_HOME:-$$HOME/.config}/snakemake
+	ln -sfn $(CURDIR)/workflow/profiles/local $${XDG_CONFIG_HOME:-$$HOME/.config}/snakemake/local
+	ln -sfn $(CURDIR)/workflow/profiles/slurm $${XDG_CONFIG_HOME:-$$HOME/.config}/snakemake/slurm
+
+# Refresh the committed tables (results/cached/) from the reference smoke run.
+cache-results:
+	$(BIN)/python scripts/cache_results.py results/smoke results/cached
+
+dry-run-paper: $(STAMP)
+	$(BIN)/snakemake -n --configfile configs/paper.yaml --executor slurm --jobs 20 --quiet rules
+
+notebooks: $(STAMP)
+	$(BIN)/python scripts/run_notebooks.py results/cached
 
 test: $(STAMP) sysdeps lint
 	$(BIN)/pytest -m "not slow"
@@ -32,8 +49,9 @@ test-slow: $(STAMP) sysdeps
 	$(BIN)/pytest -m slow
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
+	$(BIN)/snakemake --lint
 
 benchmarks: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/sandbox_overhead.py

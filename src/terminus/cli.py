@@ -192,6 +192,7 @@ def collect_command(
     out: Path = typer.Option(..., help="Trajectories (JSON lines); a rerun resumes and does only what is missing."),
     model: str = typer.Option(None, help="Model id or folder (openai, vllm, transformers)."),
     base_url: str = typer.Option(None, help="OpenAI-compatible endpoint for --policy openai."),
+    api_key_env: str = typer.Option(None, help="Environment variable holding the endpoint's API key."),
     splits: str = typer.Option("train,val", help="Comma-separated splits to run."),
     samples: int = typer.Option(1, min=1, help="Episodes per task."),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
@@ -205,8 +206,15 @@ def collect_command(
     from terminus.models.openai_compat import PolicyError
     from terminus.tasks.record import TaskFileError
 
+    import os
+
+    options = {}
+    if api_key_env:
+        if not os.environ.get(api_key_env):
+            _fail(f"--api-key-env {api_key_env}: the variable is not set")
+        options["api_key"] = os.environ[api_key_env]
     try:
-        teacher = make_policy(policy, model=model, base_url=base_url)
+        teacher = make_policy(policy, model=model, base_url=base_url, **options)
         records = collect(tasks, teacher, out, splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
                           samples=samples, backend=sandbox, max_turns=max_turns, concurrency=concurrency,
                           show_progress=not quiet)  # fmt: skip

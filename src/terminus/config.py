@@ -58,9 +58,19 @@ def load_config(path: Path | str | None = None) -> dict:
             key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
             lines.append(f"  {key}: {err.message}")
         raise ConfigError(f"{path} does not match {SCHEMA.relative_to(ROOT)}:\n" + "\n".join(lines))
+    config = _fill_run(config, config["run"])
     _resolve_paths(config)
     config["_path"] = str(path)
     return config
+
+
+def _fill_run(node, run: str):
+    """`{run}` in any string of the config is the run name (paths like results/{run}/models/base)."""
+    if isinstance(node, dict):
+        return {k: _fill_run(v, run) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_fill_run(v, run) for v in node]
+    return node.replace("{run}", run) if isinstance(node, str) else node
 
 
 PATH_KEYS = (("tasks", "registry", "packages"), ("judge", "rubric"), ("judge", "scorer"), ("judge", "prompts"),

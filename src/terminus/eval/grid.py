@@ -199,6 +199,10 @@ def run_grid(config: dict, tasks_file: Path, out_dir: Path, scorer, *, show_prog
     for main in eval_cfg["main_agents"]:  # keys and endpoints are checked before any episode runs
         if main["kind"] == "llm":
             main_brain(main)
+    if any(sub["policy"] == "transformers" for sub in eval_cfg["subagents"]):
+        from terminus.models.local import warm_imports
+
+        warm_imports()
     stamp = make_stamp(config)
     backend = config.get("sandbox")
     jobs = []

@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 
+import threading
+
+# transformers 5 loads weights through a meta-device context that is not thread-safe: two threads loading at once
+# fail ("Cannot copy out of meta tensor", or a half-finished lazy import). Loading is serialised; generating is not.
+_LOAD_LOCK = threading.Lock()
+
+
+def warm_imports() -> None:
+    """Resolve transformers' lazy imports in this thread: first imports racing in worker threads fail with
+    "cannot import name 'AutoModelForCausalLM'"."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
+
+
 class TransformersPolicy:
     """Greedy (temperature 0) generation with the model's own chat template, tools included."""
 
     def __init__(self, model: str, max_new_tokens: int = 512, temperature: float = 0.0, device: str | None = None):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.name = f"transformers:{model}"
-        self.tokenizer = AutoTokenizer.from_pretrained(model)
-        self.model = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model.to(self.device).eval()
+        with _LOAD_LOCK:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            self.tokenizer = AutoTokenizer.from_pretrained(model)
+            self.model = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
+            self.model.to(self.device).eval()
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
 
     @classmethod

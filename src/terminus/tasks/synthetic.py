@@ -44,7 +44,7 @@ DOMAINS: dict[str, tuple[list[tuple[str, tuple[str, ...], str]], tuple[str, str]
             ("add_shipping", ("total", "shipping"), "total + shipping"),
             ("invoice_total", ("subtotal", "tax", "fees"), "subtotal + tax + fees"),
         ],
-        ("tabulate", "babel"),
+        ("prettytable", "pendulum"),
     ),
     "inventory": (
         [
@@ -53,7 +53,7 @@ DOMAINS: dict[str, tuple[list[tuple[str, tuple[str, ...], str]], tuple[str, str]
             ("shelf_capacity", ("rows", "slots"), "rows * slots"),
             ("reorder_gap", ("target", "stock", "incoming"), "target - (stock + incoming)"),
         ],
-        ("tabulate", "humanize"),
+        ("prettytable", "humanize"),
     ),
     "geometry": (
         [
@@ -71,7 +71,7 @@ DOMAINS: dict[str, tuple[list[tuple[str, tuple[str, ...], str]], tuple[str, str]
             ("net_pay", ("gross", "deductions"), "gross - deductions"),
             ("annual_salary", ("monthly",), "monthly * 12"),
         ],
-        ("holidays", "babel"),
+        ("holidays", "pendulum"),
     ),
     "scoreboard": (
         [
@@ -80,7 +80,7 @@ DOMAINS: dict[str, tuple[list[tuple[str, tuple[str, ...], str]], tuple[str, str]
             ("streak_bonus", ("score", "streak"), "score + streak * streak"),
             ("goal_difference", ("scored", "conceded"), "scored - conceded"),
         ],
-        ("tabulate", "inflect"),
+        ("prettytable", "inflect"),
     ),
     "thermostat": (
         [
@@ -98,7 +98,7 @@ DOMAINS: dict[str, tuple[list[tuple[str, tuple[str, ...], str]], tuple[str, str]
             ("shelf_slots", ("shelves", "per_shelf"), "shelves * per_shelf"),
             ("renewal_due", ("borrowed_on", "loan_days", "renewals"), "borrowed_on + loan_days * (renewals + 1)"),
         ],
-        ("arrow", "inflect"),
+        ("dateparser", "inflect"),
     ),
     "fleet": (
         [
@@ -107,11 +107,11 @@ DOMAINS: dict[str, tuple[list[tuple[str, tuple[str, ...], str]], tuple[str, str]
             ("seats_total", ("buses", "seats"), "buses * seats"),
             ("route_length", ("legs", "leg_km", "detour"), "legs * leg_km + detour"),
         ],
-        ("arrow", "humanize"),
+        ("dateparser", "humanize"),
     ),
 }
-NODE_PACKAGES = {"tabulate": "cli-table3", "babel": "currency.js", "humanize": "pretty-ms", "shapely": "@turf/area",
-                 "pint": "convert-units", "holidays": "date-holidays", "inflect": "pluralize", "arrow": "dayjs"}  # fmt: skip
+NODE_PACKAGES = {"prettytable": "cli-table3", "pendulum": "currency.js", "humanize": "pretty-ms", "shapely": "@turf/area",
+                 "pint": "convert-units", "holidays": "date-holidays", "inflect": "pluralize", "dateparser": "dayjs"}  # fmt: skip
 CASE_LABELS = ("typical", "with_zero", "larger_values")
 SUBFOLDERS = ("services", "packages", "backend", "apps")
 MUTATIONS = {"+": "-", "-": "+", "*": "+"}

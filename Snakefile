@@ -1,0 +1,28 @@
+# terminus: the reproduction, end to end. This file is a table of contents; the stages live in workflow/rules/.
+#   snakemake --profile local                               # the smoke scale (configs/config.yaml), this machine
+#   snakemake --profile slurm --configfile configs/paper.yaml   # the paper scale, on a slurm cluster
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "configs/config.yaml"
+
+
+validate(config, "configs/schema/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/tasks.smk"
+include: "workflow/rules/collect.smk"
+include: "workflow/rules/sft.smk"
+include: "workflow/rules/grpo.smk"
+include: "workflow/rules/export.smk"
+include: "workflow/rules/eval.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    input:
+        final_targets(),
+    default_target: True

@@ -1,0 +1,38 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+#   language_info:
+#     name: python
+# ---
+
+# %% [markdown]
+# # Case study (Serilog-style)
+# One repair task without the subagent and with it: the main agent's tokens, turns and direct terminal calls,
+# the subagent's commands, and the exact summary the main agent received.
+
+# %% tags=["parameters"]
+results = "results/cached"  # or a run folder, e.g. "results/smoke"
+figures = None  # default: <results>/figures
+
+# %%
+from terminus import analysis
+
+results, figures = analysis.setup(results, figures, globals().get("snakemake"))
+
+# %%
+case = analysis.load(results, "case_study")
+analysis.case_study_table(case)
+
+# %%
+for call in case["with_subagent"]["calls"]:
+    print(f"main agent asks: {call['query']}\nsubagent ran {len(call['commands'])} commands and returned:\n")
+    print(call["summary"], "\n")
+
+# %%
+fig = analysis.plot_case_study(case)
+analysis.save(fig, figures, "case_study")

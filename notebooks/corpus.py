@@ -1,0 +1,33 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+#   language_info:
+#     name: python
+# ---
+
+# %% [markdown]
+# # The task corpus
+# Languages, task types (next to the paper's 2,692 / 2,166 / 969 / 106), sources and the split by repository.
+
+# %% tags=["parameters"]
+results = "results/cached"  # or a run folder, e.g. "results/smoke"
+figures = None  # default: <results>/figures
+
+# %%
+from terminus import analysis
+
+results, figures = analysis.setup(results, figures, globals().get("snakemake"))
+
+# %%
+stats = analysis.load(results, "corpus")
+tables = analysis.corpus_tables(stats)
+tables["types"].pivot(index="task type", columns="corpus", values="share")
+
+# %%
+fig = analysis.plot_corpus(stats)
+analysis.save(fig, figures, "corpus")

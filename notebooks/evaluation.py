@@ -1,0 +1,36 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+#   language_info:
+#     name: python
+# ---
+
+# %% [markdown]
+# # The evaluation grid
+# Every cell with its 95% bootstrap interval; the judge's validity next to it.
+
+# %% tags=["parameters"]
+results = "results/cached"  # or a run folder, e.g. "results/smoke"
+figures = None  # default: <results>/figures
+
+# %%
+from terminus import analysis
+
+results, figures = analysis.setup(results, figures, globals().get("snakemake"))
+
+# %%
+summary = analysis.load(results, "eval_summary")
+summary[["main_agent", "subagent", "benchmark", "n", "resolve_rate", "main_agent_tokens", "fact_recall", "reward"]]
+
+# %%
+validity = analysis.load(results, "validity")
+{k: validity[k] for k in ("fact_checker", "llm_judge", "agreement")}
+
+# %%
+fig = analysis.plot_grid(summary)
+analysis.save(fig, figures, "evaluation")

@@ -1,0 +1,195 @@
+"""From result tables to figures. Notebooks call these and nothing heavier; everything reads a results folder
+(a run's `results/<run>/` or the committed `results/cached/`) laid out the same way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[3]
+FILES = {
+    "corpus": "tasks/tasks.stats.json",
+    "validation": "tasks/valid.validation.json",
+    "sft_metrics": "models/sft/metrics.jsonl",
+    "grpo_metrics": "models/grpo/metrics.jsonl",
+    "training": "training/summary.json",
+    "eval_summary": "eval/summary.csv",
+    "eval_records": "eval/records.jsonl",
+    "case_study": "eval/case_study.json",
+    "validity": "judge/validity.json",
+}
+
+
+def setup(results: str | Path, figures: str | Path | None = None, snakemake=None) -> tuple[Path, Path]:
+    """The results folder and the figures folder; under Snakemake they come from the rule."""
+    if snakemake is not None:
+        results, figures = snakemake.params.results, Path(snakemake.output[0]).parent
+    results = Path(results)
+    if not results.is_absolute() and not results.exists():
+        results = ROOT / results
+    if not results.is_dir():
+        raise FileNotFoundError(f"results folder {results} does not exist")
+    figures = Path(figures) if figures else results / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook")
+    return results, figures
+
+
+def load(results: Path, name: str):
+    path = Path(results) / FILES[name]
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run the stage that writes it, or point at results/cached")
+    if path.suffix == ".csv":
+        return pd.read_csv(path)
+    if path.suffix == ".jsonl":
+        return pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
+    return json.loads(path.read_text())
+
+
+def save(fig, figures: Path, name: str) -> Path:
+    path = Path(figures) / f"{name}.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+# -- corpus -------------------------------------------------------------------------------------------------
+def corpus_tables(stats: dict) -> dict[str, pd.DataFrame]:
+    types = pd.DataFrame([{"task type": k, "ours": v["ours_share"], "paper": v["paper_share"]}
+                          for k, v in stats["by_type"].items()]).melt("task type", var_name="corpus", value_name="share")  # fmt: skip
+    languages = pd.Series(stats["by_language"], name="tasks").rename_axis("language").reset_index()
+    splits = pd.Series(stats["by_split"], name="tasks").rename_axis("split").reset_index()
+    sources = pd.Series(stats["by_source"], name="tasks").rename_axis("source").reset_index()
+    return {"types": types, "languages": languages, "splits": splits, "sources": sources}
+
+
+def plot_corpus(stats: dict):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    t = corpus_tables(stats)
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+    sns.barplot(t["types"], x="task type", y="share", hue="corpus", ax=axes[0])
+    axes[0].set(title="Task types: ours vs the paper's", ylabel="share of tasks", xlabel="")
+    axes[0].tick_params(axis="x", rotation=20)
+    for ax, key, x in ((axes[1], "languages", "language"), (axes[2], "sources", "source"), (axes[3], "splits", "split")):
+        sns.barplot(t[key], x=x, y="tasks", ax=ax, color="C0")
+        ax.set(title=f"Tasks by {x}", ylabel="tasks", xlabel="")
+    return fig
+
+
+# -- training -----------------------------------------------------------------------------------------------
+def plot_training(sft: pd.DataFrame, grpo: pd.DataFrame, summary: dict):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    loss = sft.dropna(subset=["loss"]) if "loss" in sft else sft.iloc[0:0]
+    axes[0].plot(loss["step"], loss["loss"], label="train loss")
+    if "eval_loss" in sft:
+        ev = sft.dropna(subset=["eval_loss"])
+        axes[0].plot(ev["step"], ev["eval_loss"], "o-", label="validation loss")
+    axes[0].set(title="SFT", xlabel="step", ylabel="loss")
+    axes[0].legend()
+    rw = grpo.dropna(subset=["reward"]) if "reward" in grpo else grpo.iloc[0:0]
+    axes[1].plot(rw["step"], rw["reward"], "o-", label="mean reward")
+    if "reward_std" in rw:
+        axes[1].fill_between(rw["step"], rw["reward"] - rw["reward_std"], rw["reward"] + rw["reward_std"], alpha=0.2,
+                             label="± spread within groups")  # fmt: skip
+    axes[1].set(title="GRPO", xlabel="step", ylabel="reward (Scorer)")
+    axes[1].legend()
+    rows = [{"model": m, "metric": k, "value": summary[m][k]} for m in ("base", "sft", "grpo") if m in summary
+            for k in ("final_answer_rate", "fact_recall")]  # fmt: skip
+    sns.barplot(pd.DataFrame(rows), x="metric", y="value", hue="model", ax=axes[2])
+    axes[2].set(title="Held-out tasks", ylabel="", xlabel="", ylim=(0, 1))
+    return fig
+
+
+# -- the grid -----------------------------------------------------------------------------------------------
+def grid_long(summary: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    rows = []
+    for _, r in summary.iterrows():
+        for m in metrics:
+            if m in r and pd.notna(r[m]) and r[m] != "":
+                rows.append({"subagent": r["subagent"], "benchmark": r["benchmark"], "main_agent": r["main_agent"],
+                             "metric": m, "value": float(r[m]), "lo": float(r[f"{m}_lo"]), "hi": float(r[f"{m}_hi"])})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _interval_bars(ax, data: pd.DataFrame, title: str, ylabel: str):
+    order = list(dict.fromkeys(data["subagent"]))
+    ax.bar(range(len(data)), data["value"], color=[f"C{order.index(s)}" for s in data["subagent"]])
+    ax.errorbar(range(len(data)), data["value"], yerr=[data["value"] - data["lo"], data["hi"] - data["value"]],
+                fmt="none", ecolor="black", capsize=4)  # fmt: skip
+    ax.set_xticks(range(len(data)), data["subagent"], rotation=20)
+    ax.set(title=title, ylabel=ylabel)
+
+
+def plot_grid(summary: pd.DataFrame):
+    import matplotlib.pyplot as plt
+
+    panels = [("repair", "resolve_rate", "Repair: resolve rate"), ("repair", "main_agent_tokens", "Repair: main-agent tokens"),
+              ("execution", "fact_recall", "Execution: fact recall"), ("execution", "reward", "Execution: Scorer reward")]  # fmt: skip
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8))
+    long = grid_long(summary, [p[1] for p in panels])
+    for ax, (bench, metric, title) in zip(axes, panels, strict=True):
+        data = long[(long["benchmark"] == bench) & (long["metric"] == metric)]
+        if data.empty:
+            ax.set(title=f"{title} (no data)")
+            continue
+        _interval_bars(ax, data, title, metric.replace("_", " ") + " (95% CI)")
+    return fig
+
+
+def plot_delegation(summary: pd.DataFrame):
+    import matplotlib.pyplot as plt
+
+    repair = summary[summary["benchmark"] == "repair"]
+    long = grid_long(repair, ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls"])
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    for ax, metric in zip(axes, ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls"],
+                          strict=True):  # fmt: skip
+        data = long[long["metric"] == metric]
+        if not data.empty:
+            _interval_bars(ax, data, metric.replace("_", " "), "per episode (95% CI)")
+    return fig
+
+
+def token_savings(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per subagent: main-agent tokens relative to No-Subagent, resolve rates side by side."""
+    repair = summary[summary["benchmark"] == "repair"].set_index("subagent")
+    if "none" not in repair.index:
+        return pd.DataFrame()
+    base = repair.loc["none"]
+    rows = []
+    for sub, r in repair.iterrows():
+        rows.append({"subagent": sub, "token_ratio": round(r["main_agent_tokens"] / base["main_agent_tokens"], 3),
+                     "resolve_rate": r["resolve_rate"], "resolve_rate_no_subagent": base["resolve_rate"],
+                     "direct_terminal_calls": r["direct_terminal_calls"], "subagent_calls": r["subagent_calls"]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+# -- case study ---------------------------------------------------------------------------------------------
+def case_study_table(case: dict) -> pd.DataFrame:
+    keys = ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls", "resolved"]
+    return pd.DataFrame({"without subagent": [case["without_subagent"][k] for k in keys],
+                         "with subagent": [case["with_subagent"][k] for k in keys]}, index=keys)  # fmt: skip
+
+
+def plot_case_study(case: dict):
+    import matplotlib.pyplot as plt
+
+    table = case_study_table(case).drop(index="resolved").astype(float)
+    fig, axes = plt.subplots(1, len(table), figsize=(4 * len(table), 3.5))
+    for ax, (metric, row) in zip(axes, table.iterrows(), strict=True):
+        ax.bar(["without", "with"], row.values, color=["C7", "C0"])
+        ax.set(title=metric.replace("_", " "))
+    fig.suptitle(f"Case study: {case['task_id']} (main agent {case['main_agent']}, subagent {case['subagent']})")
+    return fig

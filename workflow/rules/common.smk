@@ -1,0 +1,62 @@
+# Helpers shared by the rules: paths of the run, the config file in use, what the base model is.
+from pathlib import Path
+
+RUN = f"results/{config['run']}"
+# The config file the CLI stages read: the last --configfile given, else the default. The CLI validates it the
+# same way, so the rules and the stages always agree.
+CONFIG_FILE = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_configfiles else "configs/config.yaml"
+JUDGE_FILES = [config["judge"]["rubric"], config["judge"]["scorer"], config["judge"]["prompts"]]
+NOTEBOOKS = ["corpus", "training", "evaluation", "delegation", "case_study"]
+
+
+ENV = "../../environment.yml"  # conda: directives (used with --use-conda); the venv of `make` otherwise
+
+
+def output_parent(key: str | int = 0, up: int = 1):
+    """A param that names the folder above an output (recipes take output_dir, not the final file)."""
+
+    def parent(wildcards, output):
+        return str(Path(output[key] if isinstance(key, int) else getattr(output, key)).parents[up - 1])
+
+    return parent
+
+
+def base_model_param(wildcards, input):
+    """The base model the recipe loads: the tiny model built by this run, or the hub id / folder configured."""
+    return input.base[0] if is_tiny() else config["model"]["base"]
+
+
+def is_tiny() -> bool:
+    return config["model"]["base"] == "tiny"
+
+
+def base_model() -> str:
+    """A folder the tiny-model rule builds, or a hub id / folder the recipe loads as is."""
+    return f"{RUN}/models/base" if is_tiny() else config["model"]["base"]
+
+
+def base_model_input() -> list[str]:
+    return [f"{RUN}/models/base"] if is_tiny() else []
+
+
+def no_llm(stage: str) -> str:
+    """`--no-llm` for stages the config does not give the LLM judge."""
+    return "" if stage in config["judge"]["llm_stages"] else "--no-llm"
+
+
+def judge_model_input() -> list[str]:
+    """The served judge model, when the config serves one from this run."""
+    serve = config["judge"].get("serve")
+    if serve and not config["judge"].get("endpoint") and serve.replace("{run}", config["run"]).startswith(RUN):
+        return [serve.replace("{run}", config["run"])]
+    return []
+
+
+def final_targets() -> list[str]:
+    return [
+        f"{RUN}/training/summary.json",
+        f"{RUN}/judge/validity.json",
+        f"{RUN}/eval/summary.csv",
+        f"{RUN}/eval/case_study.json",
+        *[f"{RUN}/figures/{name}.png" for name in NOTEBOOKS],
+    ]

@@ -1,0 +1,29 @@
+rule grpo:
+    input:
+        model=f"{RUN}/models/sft-merged",
+        tasks=f"{RUN}/tasks/valid.jsonl",
+        references=f"{RUN}/tasks/valid.validation.trajectories.jsonl",
+        recipe=config["model"]["grpo_recipe"],
+        judge=JUDGE_FILES,
+    output:
+        model=directory(f"{RUN}/models/grpo/final"),
+        metrics=f"{RUN}/models/grpo/metrics.jsonl",
+    log:
+        f"{RUN}/logs/grpo.log",
+    benchmark:
+        f"{RUN}/benchmarks/grpo.tsv"
+    params:
+        config=CONFIG_FILE,
+        out=output_parent("model"),
+        sandbox=f"--sandbox {config['sandbox']}" if config.get("sandbox") else "",
+    conda:
+        ENV
+    resources:
+        gpu=1,
+        cpus_per_gpu=16,
+        mem_mb=128000,
+        runtime=1440,
+    shell:
+        "terminus grpo --config {input.recipe} --model_name_or_path {input.model} --tasks_file {input.tasks} "
+        "--references {input.references} --experiment_config {params.config} --output_dir {params.out} "
+        "{params.sandbox} > {log} 2>&1"

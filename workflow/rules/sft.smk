@@ -1,0 +1,43 @@
+rule tiny_model:
+    input:
+        f"{RUN}/collect/trajectories.jsonl",
+    output:
+        directory(f"{RUN}/models/base"),
+    log:
+        f"{RUN}/logs/tiny_model.log",
+    params:
+        seed=config.get("seed", 0),
+    conda:
+        ENV
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    shell:
+        "terminus tiny-model --out {output} --corpus {input} --seed {params.seed} > {log} 2>&1"
+
+
+rule sft:
+    input:
+        data=f"{RUN}/sft-data",
+        recipe=config["model"]["sft_recipe"],
+        base=base_model_input(),
+    output:
+        model=directory(f"{RUN}/models/sft/final"),
+        metrics=f"{RUN}/models/sft/metrics.jsonl",
+    log:
+        f"{RUN}/logs/sft.log",
+    benchmark:
+        f"{RUN}/benchmarks/sft.tsv"
+    params:
+        base=base_model_param,
+        out=output_parent("model"),
+    conda:
+        ENV
+    resources:
+        gpu=1,
+        cpus_per_gpu=8,
+        mem_mb=64000,
+        runtime=720,
+    shell:
+        "terminus sft --config {input.recipe} --model_name_or_path {params.base} --dataset_path {input.data} "
+        "--output_dir {params.out} > {log} 2>&1"
