@@ -201,12 +201,12 @@ def collect_command(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run a teacher over the tasks and write its trajectories."""
+    import os
+
     from terminus.collect.collect import collect
     from terminus.models import make_policy
     from terminus.models.openai_compat import PolicyError
     from terminus.tasks.record import TaskFileError
-
-    import os
 
     options = {}
     if api_key_env:

@@ -79,7 +79,11 @@ def plot_corpus(stats: dict):
     sns.barplot(t["types"], x="task type", y="share", hue="corpus", ax=axes[0])
     axes[0].set(title="Task types: ours vs the paper's", ylabel="share of tasks", xlabel="")
     axes[0].tick_params(axis="x", rotation=20)
-    for ax, key, x in ((axes[1], "languages", "language"), (axes[2], "sources", "source"), (axes[3], "splits", "split")):
+    for ax, key, x in (
+        (axes[1], "languages", "language"),
+        (axes[2], "sources", "source"),
+        (axes[3], "splits", "split"),
+    ):
         sns.barplot(t[key], x=x, y="tasks", ax=ax, color="C0")
         ax.set(title=f"Tasks by {x}", ylabel="tasks", xlabel="")
     return fig

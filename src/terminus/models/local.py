@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import threading
 
 # transformers 5 loads weights through a meta-device context that is not thread-safe: two threads loading at once
