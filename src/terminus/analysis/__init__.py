@@ -62,8 +62,9 @@ def save(fig, figures: Path, name: str) -> Path:
 
 # -- corpus -------------------------------------------------------------------------------------------------
 def corpus_tables(stats: dict) -> dict[str, pd.DataFrame]:
-    types = pd.DataFrame([{"task type": k, "ours": v["ours_share"], "paper": v["paper_share"]}
-                          for k, v in stats["by_type"].items()]).melt("task type", var_name="corpus", value_name="share")  # fmt: skip
+    types = pd.DataFrame(
+        [{"task type": k, "ours": v["ours_share"], "paper": v["paper_share"]} for k, v in stats["by_type"].items()]
+    ).melt("task type", var_name="corpus", value_name="share")
     languages = pd.Series(stats["by_language"], name="tasks").rename_axis("language").reset_index()
     splits = pd.Series(stats["by_split"], name="tasks").rename_axis("split").reset_index()
     sources = pd.Series(stats["by_source"], name="tasks").rename_axis("source").reset_index()
@@ -105,12 +106,21 @@ def plot_training(sft: pd.DataFrame, grpo: pd.DataFrame, summary: dict):
     rw = grpo.dropna(subset=["reward"]) if "reward" in grpo else grpo.iloc[0:0]
     axes[1].plot(rw["step"], rw["reward"], "o-", label="mean reward")
     if "reward_std" in rw:
-        axes[1].fill_between(rw["step"], rw["reward"] - rw["reward_std"], rw["reward"] + rw["reward_std"], alpha=0.2,
-                             label="± spread within groups")  # fmt: skip
+        axes[1].fill_between(
+            rw["step"],
+            rw["reward"] - rw["reward_std"],
+            rw["reward"] + rw["reward_std"],
+            alpha=0.2,
+            label="± spread within groups",
+        )
     axes[1].set(title="GRPO", xlabel="step", ylabel="reward (Scorer)")
     axes[1].legend()
-    rows = [{"model": m, "metric": k, "value": summary[m][k]} for m in ("base", "sft", "grpo") if m in summary
-            for k in ("final_answer_rate", "fact_recall")]  # fmt: skip
+    rows = [
+        {"model": m, "metric": k, "value": summary[m][k]}
+        for m in ("base", "sft", "grpo")
+        if m in summary
+        for k in ("final_answer_rate", "fact_recall")
+    ]
     sns.barplot(pd.DataFrame(rows), x="metric", y="value", hue="model", ax=axes[2])
     axes[2].set(title="Held-out tasks", ylabel="", xlabel="", ylim=(0, 1))
     return fig
@@ -122,16 +132,31 @@ def grid_long(summary: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     for _, r in summary.iterrows():
         for m in metrics:
             if m in r and pd.notna(r[m]) and r[m] != "":
-                rows.append({"subagent": r["subagent"], "benchmark": r["benchmark"], "main_agent": r["main_agent"],
-                             "metric": m, "value": float(r[m]), "lo": float(r[f"{m}_lo"]), "hi": float(r[f"{m}_hi"])})  # fmt: skip
+                rows.append(
+                    {
+                        "subagent": r["subagent"],
+                        "benchmark": r["benchmark"],
+                        "main_agent": r["main_agent"],
+                        "metric": m,
+                        "value": float(r[m]),
+                        "lo": float(r[f"{m}_lo"]),
+                        "hi": float(r[f"{m}_hi"]),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def _interval_bars(ax, data: pd.DataFrame, title: str, ylabel: str):
     order = list(dict.fromkeys(data["subagent"]))
     ax.bar(range(len(data)), data["value"], color=[f"C{order.index(s)}" for s in data["subagent"]])
-    ax.errorbar(range(len(data)), data["value"], yerr=[data["value"] - data["lo"], data["hi"] - data["value"]],
-                fmt="none", ecolor="black", capsize=4)  # fmt: skip
+    ax.errorbar(
+        range(len(data)),
+        data["value"],
+        yerr=[data["value"] - data["lo"], data["hi"] - data["value"]],
+        fmt="none",
+        ecolor="black",
+        capsize=4,
+    )
     ax.set_xticks(range(len(data)), data["subagent"], rotation=20)
     ax.set(title=title, ylabel=ylabel)
 
@@ -139,8 +164,12 @@ def _interval_bars(ax, data: pd.DataFrame, title: str, ylabel: str):
 def plot_grid(summary: pd.DataFrame):
     import matplotlib.pyplot as plt
 
-    panels = [("repair", "resolve_rate", "Repair: resolve rate"), ("repair", "main_agent_tokens", "Repair: main-agent tokens"),
-              ("execution", "fact_recall", "Execution: fact recall"), ("execution", "reward", "Execution: Scorer reward")]  # fmt: skip
+    panels = [
+        ("repair", "resolve_rate", "Repair: resolve rate"),
+        ("repair", "main_agent_tokens", "Repair: main-agent tokens"),
+        ("execution", "fact_recall", "Execution: fact recall"),
+        ("execution", "reward", "Execution: Scorer reward"),
+    ]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8))
     long = grid_long(summary, [p[1] for p in panels])
     for ax, (bench, metric, title) in zip(axes, panels, strict=True):
@@ -158,8 +187,9 @@ def plot_delegation(summary: pd.DataFrame):
     repair = summary[summary["benchmark"] == "repair"]
     long = grid_long(repair, ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls"])
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
-    for ax, metric in zip(axes, ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls"],
-                          strict=True):  # fmt: skip
+    for ax, metric in zip(
+        axes, ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls"], strict=True
+    ):
         data = long[long["metric"] == metric]
         if not data.empty:
             _interval_bars(ax, data, metric.replace("_", " "), "per episode (95% CI)")
@@ -174,17 +204,29 @@ def token_savings(summary: pd.DataFrame) -> pd.DataFrame:
     base = repair.loc["none"]
     rows = []
     for sub, r in repair.iterrows():
-        rows.append({"subagent": sub, "token_ratio": round(r["main_agent_tokens"] / base["main_agent_tokens"], 3),
-                     "resolve_rate": r["resolve_rate"], "resolve_rate_no_subagent": base["resolve_rate"],
-                     "direct_terminal_calls": r["direct_terminal_calls"], "subagent_calls": r["subagent_calls"]})  # fmt: skip
+        rows.append(
+            {
+                "subagent": sub,
+                "token_ratio": round(r["main_agent_tokens"] / base["main_agent_tokens"], 3),
+                "resolve_rate": r["resolve_rate"],
+                "resolve_rate_no_subagent": base["resolve_rate"],
+                "direct_terminal_calls": r["direct_terminal_calls"],
+                "subagent_calls": r["subagent_calls"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
 # -- case study ---------------------------------------------------------------------------------------------
 def case_study_table(case: dict) -> pd.DataFrame:
     keys = ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls", "resolved"]
-    return pd.DataFrame({"without subagent": [case["without_subagent"][k] for k in keys],
-                         "with subagent": [case["with_subagent"][k] for k in keys]}, index=keys)  # fmt: skip
+    return pd.DataFrame(
+        {
+            "without subagent": [case["without_subagent"][k] for k in keys],
+            "with subagent": [case["with_subagent"][k] for k in keys],
+        },
+        index=keys,
+    )
 
 
 def plot_case_study(case: dict):
