@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -275,8 +276,10 @@ def _judge_from_config(cfg: dict, run: Path, no_llm: bool = False):
         if not Path(serve).is_dir():
             _fail(f"judge.serve: model folder {serve} does not exist (build it with `terminus tiny-model`)")
         try:
+            weights = sorted(Path(serve).glob("*.safetensors"))
+            digest = hashlib.sha256(b"".join(p.read_bytes() for p in weights)).hexdigest()[:16]
             with vllm_server(serve, served_name=Path(serve).name, log=run / "judge" / "vllm-server.log") as url:
-                yield LLMJudge(rubric, Path(serve).name, base_url=url, **common)
+                yield LLMJudge(rubric, Path(serve).name, base_url=url, cache_namespace=digest, **common)
         except ServeError as err:
             _fail(str(err))
 

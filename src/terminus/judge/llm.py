@@ -165,9 +165,11 @@ class LLMJudge:
         retries: int = 2,
         max_tokens: int = 1024,
         policy=None,
+        cache_namespace: str = "",
     ) -> None:
         self.rubric = rubric
         self.model = model
+        self.cache_namespace = cache_namespace  # e.g. a digest of a local model's weights: same name, new model
         self.retries = retries
         self.concurrency = concurrency
         self.cache_dir = Path(cache_dir) if cache_dir else None
@@ -204,7 +206,8 @@ class LLMJudge:
     def _cache_path(self, messages: list[dict], attempt: int) -> Path | None:
         if self.cache_dir is None:
             return None
-        digest = hashlib.sha256(json.dumps([self.model, messages, attempt], sort_keys=True).encode()).hexdigest()
+        key = [self.model, self.cache_namespace, messages, attempt]
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
         return self.cache_dir / digest[:2] / f"{digest}.json"
 
     def _ask(self, messages: list[dict], attempt: int) -> tuple[str, bool]:
