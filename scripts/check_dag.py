@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,11 +29,12 @@ def main() -> None:
     if first:
         raise SystemExit(f"a rerun with nothing changed would run {sorted(first)}")
     rubric = ROOT / "configs" / "judge" / "rubric.yaml"
-    stat = rubric.stat()
-    try:
-        os.utime(rubric, (time.time(), time.time()))
+    original, stat = rubric.read_bytes(), rubric.stat()
+    try:  # an edit, not a touch: Snakemake compares the content of small inputs, not only their times
+        rubric.write_bytes(original + b"\n# an edit to the rubric\n")
         after = planned()
     finally:
+        rubric.write_bytes(original)
         os.utime(rubric, (stat.st_atime, stat.st_mtime))
     if not after or after & UPSTREAM or "judge_validity" not in after:
         raise SystemExit(f"editing the rubric would run {sorted(after)}")

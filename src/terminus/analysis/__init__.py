@@ -146,9 +146,18 @@ def grid_long(summary: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+SUBAGENT_ORDER = ["none", "scripted", "base", "sft", "grpo"]
+
+
+def subagent_color(name: str) -> str:
+    """One colour per subagent across every panel and notebook."""
+    if name not in SUBAGENT_ORDER:
+        SUBAGENT_ORDER.append(name)
+    return f"C{SUBAGENT_ORDER.index(name) % 10}"
+
+
 def _interval_bars(ax, data: pd.DataFrame, title: str, ylabel: str):
-    order = list(dict.fromkeys(data["subagent"]))
-    ax.bar(range(len(data)), data["value"], color=[f"C{order.index(s)}" for s in data["subagent"]])
+    ax.bar(range(len(data)), data["value"], color=[subagent_color(s) for s in data["subagent"]])
     ax.errorbar(
         range(len(data)),
         data["value"],

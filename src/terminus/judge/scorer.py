@@ -141,10 +141,12 @@ class Scorer:
         over = 0.0 if length_ratio is None else max(0.0, length_ratio - c.length_max_ratio) / c.length_max_ratio
         penalty = hallucination + c.coverage_penalty * (1 - coverage) + c.length_penalty * min(1.0, over)
         content = 0.0 if not answer else min(1.0, max(0.0, base - penalty))
-        # Form: a parsed final answer, else the share of turns that were well-formed tool calls (half credit).
-        # A small weight, so that a model that cannot yet answer still sees which rollouts were closer.
+        # Form: half for a parsed final answer, half for having run commands through well-formed tool calls. A
+        # small weight, so that a model that cannot yet state facts still sees which rollouts were closer; both
+        # halves, because an answer given without running anything is no use to the main agent (with the answer
+        # alone rewarded, GRPO taught the tiny model to answer at once).
         errors = int(trajectory.get("format_errors") or 0)
-        form = (1.0 if answer else 0.5) if answer is not None else 0.5 * commands / max(1, commands + errors)
+        form = 0.5 * (answer is not None) + 0.5 * commands / max(1, commands + errors)
         reward = (1 - c.format_weight) * content + c.format_weight * form
         return {
             "schema": SCHEMA,
