@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from terminus.io import write_text_atomic
 
 SCHEMA = "terminus.trajectory/1"
 TERMINATIONS = ("final_answer", "turn_limit", "timeout_forced", "format_error", "crash")
@@ -51,15 +51,4 @@ class Trajectory:
 
 def write_json_atomic(path: Path, payload: dict) -> None:
     """Write to a temporary file in the same folder, then rename: readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, ensure_ascii=False, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(payload, ensure_ascii=False, indent=1))

@@ -9,6 +9,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from terminus.io import write_text_atomic
+
 METRICS = (
     "resolve_rate",
     "main_agent_tokens",
@@ -92,8 +94,4 @@ def write_csv(rows: list[dict], path: Path) -> None:
     writer = csv.DictWriter(buffer, fieldnames=columns, restval="")
     writer.writeheader()
     writer.writerows(rows)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(buffer.getvalue())
-    tmp.replace(path)
+    write_text_atomic(path, buffer.getvalue())

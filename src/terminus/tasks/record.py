@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import jsonschema
+
+from terminus.io import write_text_atomic
 
 SCHEMA = "terminus.task/1"
 SOURCES = ("synthetic", "registry", "manifest")
@@ -130,19 +130,7 @@ def load_tasks(path: Path) -> list[Task]:
 
 
 def write_jsonl_atomic(path: Path, records: list[dict]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            for record in records:
-                fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records))
 
 
 def write_tasks(path: Path, tasks: list[Task]) -> None:

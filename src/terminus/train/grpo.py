@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from terminus.agent.terminal import TERMINAL_TOOL
-from terminus.train.sft import ROOT, MetricsJsonl, check_model_resolves, last_checkpoint, resolve
+from terminus.train.sft import MetricsJsonl, check_model_resolves, parse_recipe, resolve, train_and_save
 
 log = logging.getLogger(__name__)
 
@@ -177,35 +177,13 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
         rollout_func=make_rollout(task_map, tasks_file, script_args),
         callbacks=[MetricsJsonl(Path(training_args.output_dir) / "metrics.jsonl")],
     )
-    resume = last_checkpoint(training_args.output_dir)
-    result = trainer.train(resume_from_checkpoint=resume)
-    final = Path(training_args.output_dir) / "final"
-    trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))
-    summary = {
-        "train_loss": result.training_loss,
-        "steps": trainer.state.global_step,
-        "model": str(final),
-        "base_model": model_args.model_name_or_path,
-        "peft": bool(model_args.use_peft),
-    }
-    (Path(training_args.output_dir) / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    return summary
+    return train_and_save(trainer, tokenizer, training_args, model_args)
 
 
 def parse(argv: list[str]):
-    from trl import GRPOConfig, ModelConfig, TrlParser
+    from trl import GRPOConfig, ModelConfig
 
-    if "--dry_run" in argv:  # validate a GPU recipe on a CPU machine: TrainingArguments refuses bf16 otherwise
-        import torch
-
-        if not torch.cuda.is_available():
-            argv = [*argv, "--use_cpu", "true"]
-    parser = TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))
-    script_args, training_args, model_args = parser.parse_args_and_config(argv)
-    if not Path(training_args.output_dir).is_absolute():
-        training_args.output_dir = str(ROOT / training_args.output_dir)
-    return script_args, training_args, model_args
+    return parse_recipe((GRPOScriptArguments, GRPOConfig, ModelConfig), argv)
 
 
 if __name__ == "__main__":

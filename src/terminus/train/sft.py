@@ -116,6 +116,11 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
         peft_config=get_peft_config(model_args),
         callbacks=[MetricsJsonl(Path(training_args.output_dir) / "metrics.jsonl")],
     )
+    return train_and_save(trainer, tokenizer, training_args, model_args)
+
+
+def train_and_save(trainer, tokenizer, training_args, model_args) -> dict:
+    """Train (resuming from the last checkpoint in output_dir), save `final/`, write train_summary.json."""
     resume = last_checkpoint(training_args.output_dir)
     if resume:
         log.info("resuming from %s", resume)
@@ -134,19 +139,25 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
     return summary
 
 
-def parse(argv: list[str]):
-    from trl import ModelConfig, SFTConfig, TrlParser
+def parse_recipe(dataclasses: tuple, argv: list[str]):
+    """A YAML recipe (`--config`) with flag overrides, TRL-parser style; output_dir taken from the repo root."""
+    from trl import TrlParser
 
     if "--dry_run" in argv:  # validate a GPU recipe on a CPU machine: TrainingArguments refuses bf16 otherwise
         import torch
 
         if not torch.cuda.is_available():
             argv = [*argv, "--use_cpu", "true"]
-    parser = TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))
-    script_args, training_args, model_args = parser.parse_args_and_config(argv)
+    script_args, training_args, model_args = TrlParser(dataclasses).parse_args_and_config(argv)
     if not Path(training_args.output_dir).is_absolute():  # recipes name folders relative to the repository
         training_args.output_dir = str(ROOT / training_args.output_dir)
     return script_args, training_args, model_args
+
+
+def parse(argv: list[str]):
+    from trl import ModelConfig, SFTConfig
+
+    return parse_recipe((SFTScriptArguments, SFTConfig, ModelConfig), argv)
 
 
 if __name__ == "__main__":
