@@ -58,7 +58,7 @@ def test_bad_config_is_named(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("run: x\ntasks: {}\neval: {concurrency: 0}\n")
     done = snakemake("-n", "--configfile", str(bad))
-    assert done.returncode != 0 and "concurrency" in done.stderr
+    assert done.returncode != 0 and "concurrency" in done.stdout + done.stderr
 
 
 @pytest.mark.skipif(not (ROOT / "results/cached/eval/summary.csv").is_file(), reason="results/cached/ is empty")
