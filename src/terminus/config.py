@@ -59,8 +59,11 @@ def load_config(path: Path | str | None = None) -> dict:
             lines.append(f"  {key}: {err.message}")
         raise ConfigError(f"{path} does not match {SCHEMA.relative_to(ROOT)}:\n" + "\n".join(lines))
     config = _fill_run(config, config["run"])
+    # Hashed before paths become absolute, so the same config has the same hash on every machine and checkout.
+    digest = _digest(config)
     _resolve_paths(config)
     config["_path"] = str(path)
+    config["_hash"] = digest
     return config
 
 
@@ -95,10 +98,14 @@ def _resolve_paths(config: dict) -> None:
         tasks["manifests"] = [str(resolve(p)) for p in tasks["manifests"]]
 
 
-def config_hash(config: dict) -> str:
-    """A short hash of the config's content (private keys excluded), stamped on every table."""
+def _digest(config: dict) -> str:
     public = {k: v for k, v in config.items() if not k.startswith("_")}
     return hashlib.sha256(json.dumps(public, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def config_hash(config: dict) -> str:
+    """A short hash of the config's content (defaults filled, paths as written), stamped on every table."""
+    return config.get("_hash") or _digest(config)
 
 
 def git_commit() -> str:

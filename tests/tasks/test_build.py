@@ -83,3 +83,14 @@ def test_bad_configs_are_named(tmp_path):
 def test_smoke_config_is_valid():
     config = load_config(ROOT / "configs" / "config.yaml")
     assert config["run"] == "smoke" and config["tasks"]["synthetic"]["repos_per_language"] >= 2
+
+
+def test_config_hash_does_not_depend_on_the_checkout(tmp_path):
+    from terminus.config import config_hash
+
+    text = (ROOT / "configs" / "config.yaml").read_text()
+    here = config_hash(load_config(ROOT / "configs" / "config.yaml"))
+    (tmp_path / "config.yaml").write_text(text)  # the same file elsewhere: paths resolve elsewhere, same hash
+    assert config_hash(load_config(tmp_path / "config.yaml")) == here
+    (tmp_path / "config.yaml").write_text(text.replace("seed: 0", "seed: 1"))
+    assert config_hash(load_config(tmp_path / "config.yaml")) != here
