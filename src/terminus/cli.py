@@ -202,20 +202,14 @@ def collect_command(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run a teacher over the tasks and write its trajectories."""
-    import os
-
     from terminus.collect.collect import collect
     from terminus.models import make_policy
-    from terminus.models.openai_compat import PolicyError
+    from terminus.models.openai_compat import PolicyError, api_key_from_env
     from terminus.tasks.record import TaskFileError
 
-    options = {}
-    if api_key_env:
-        if not os.environ.get(api_key_env):
-            _fail(f"--api-key-env {api_key_env}: the variable is not set")
-        options["api_key"] = os.environ[api_key_env]
     try:
-        teacher = make_policy(policy, model=model, base_url=base_url, **options)
+        key = api_key_from_env(api_key_env, "--api-key-env")
+        teacher = make_policy(policy, model=model, base_url=base_url, **({"api_key": key} if key else {}))
         records = collect(tasks, teacher, out, splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
                           samples=samples, backend=sandbox, max_turns=max_turns, concurrency=concurrency,
                           show_progress=not quiet)  # fmt: skip

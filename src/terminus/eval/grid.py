@@ -19,9 +19,10 @@ from functools import partial
 from pathlib import Path
 
 from terminus.collect.runner import run_episode, run_jobs
-from terminus.mainagent.brains import RAW_TESTS, LLMMainAgent, ReplayMainAgent
+from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent, test_command
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.tokens import TokenCounter
+from terminus.models.openai_compat import api_key_from_env
 from terminus.sandbox import make_sandbox
 from terminus.tasks.record import Task, load_tasks
 
@@ -39,33 +40,21 @@ def subagent_policy(spec: dict):
     if spec["policy"] in ("transformers", "vllm"):
         options["max_new_tokens"] = spec.get("max_new_tokens", 256)
     if spec["policy"] == "openai" and spec.get("api_key_env"):
-        import os
-
-        options["api_key"] = os.environ.get(spec["api_key_env"])
+        options["api_key"] = api_key_from_env(spec["api_key_env"], f"subagent {spec['name']}")
     return make_policy(spec["policy"], model=spec.get("model"), base_url=spec.get("base_url"), **options)
 
 
 def main_brain(spec: dict):
     if spec["kind"] == "replay":
         return ReplayMainAgent()
-    import os
-
-    key = None
-    if spec.get("api_key_env"):
-        key = os.environ.get(spec["api_key_env"])
-        if not key:
-            raise ValueError(f"main agent {spec['name']}: the environment variable {spec['api_key_env']} is not set")
+    key = api_key_from_env(spec.get("api_key_env"), f"main agent {spec['name']}")
     return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key)
 
 
 def verify(task: Task, tree: Path, backend: str | None) -> bool:
     """The task's tests pass on the edited tree, in a fresh sandbox."""
-    root = task.facts.get("project_root", ".")
-    command = RAW_TESTS[task.meta.get("runner", task.language)]
-    if root not in (".", ""):
-        command = f"cd {root} && {command}"
     with make_sandbox(backend, tree) as box:
-        result = box.run(command, 600)
+        result = box.run(test_command(task), 600)
     return result.exit_code == 0 and not result.timed_out
 
 

@@ -12,7 +12,6 @@ import ast
 import hashlib
 import json
 import logging
-import os
 import re
 import threading
 import warnings
@@ -180,15 +179,13 @@ class LLMJudge:
         env.globals["render"] = render_episode
         self.templates = {k: env.from_string(raw[k]) for k in ("system", "single", "group")}
         if policy is None:  # the key is checked here, before any episode is scored
-            from terminus.models.openai_compat import OpenAIPolicy, PolicyError
+            from terminus.models.openai_compat import MissingKeyError, OpenAIPolicy, PolicyError, api_key_from_env
 
-            key = None
-            if api_key_env:
-                key = os.environ.get(api_key_env)
-                if not key:
-                    raise JudgeError(f"judge: the environment variable {api_key_env} (its API key) is not set")
             try:
+                key = api_key_from_env(api_key_env, "judge")
                 policy = OpenAIPolicy(model, base_url=base_url, api_key=key, max_tokens=max_tokens)
+            except MissingKeyError as err:
+                raise JudgeError(str(err)) from None
             except PolicyError as err:
                 raise JudgeError(f"judge: {err}") from err
         self.policy = policy

@@ -15,6 +15,17 @@ RAW_TESTS = {
 }
 
 
+def in_project(task, command: str) -> str:
+    """A command run from the task's project root (nested projects live in a subfolder)."""
+    root = task.facts.get("project_root", ".")
+    return command if root in (".", "") else f"cd {shlex.quote(root)} && {command}"
+
+
+def test_command(task) -> str:
+    """The language's own test run, from the project root: what a developer types, and what verifies a fix."""
+    return in_project(task, RAW_TESTS[task.meta.get("runner", task.language)])
+
+
 def single_test(language: str, test_id: str) -> str:
     """The command a developer runs to look at one failing test closely."""
     name = test_id.split("::")[-1]
@@ -53,11 +64,9 @@ class ReplayMainAgent:
 
     def plan(self, delegate: bool) -> list[dict]:
         task, fix = self.task, self.fix
-        root = task.facts.get("project_root", ".")
-        in_root = (lambda cmd: cmd) if root in (".", "") else (lambda cmd: f"cd {shlex.quote(root)} && {cmd}")
         failing = (task.facts.get("tests") or {}).get("failing") or [""]
         language = task.meta.get("runner", task.language)
-        raw = in_root(RAW_TESTS[language])
+        raw = test_command(task)
         if delegate:
             steps = [
                 _call("execution_subagent", query="Run the unit tests and tell me what fails and why."),
@@ -70,7 +79,9 @@ class ReplayMainAgent:
         else:
             steps = [
                 _call("run_in_terminal", command=raw, timeout_ms=300_000),
-                _call("run_in_terminal", command=in_root(single_test(language, failing[0])), timeout_ms=300_000),
+                _call(
+                    "run_in_terminal", command=in_project(task, single_test(language, failing[0])), timeout_ms=300_000
+                ),
             ]
         steps += [
             _call("read_file", path=fix["file"]),

@@ -15,6 +15,20 @@ class PolicyError(RuntimeError):
     """The policy cannot answer: endpoint unreachable, key missing or rejected, model unknown."""
 
 
+class MissingKeyError(ValueError):
+    """A config names an environment variable for an API key, and the variable is not set."""
+
+
+def api_key_from_env(variable: str | None, who: str) -> str | None:
+    """The key in `variable` (None when no variable is named), checked before anything runs."""
+    if not variable:
+        return None
+    key = os.environ.get(variable)
+    if not key:
+        raise MissingKeyError(f"{who}: the environment variable {variable} is not set (it should hold the API key)")
+    return key
+
+
 class OpenAIPolicy:
     def __init__(
         self,
