@@ -4,8 +4,10 @@ our profiles once installed, both configs validate, and the notebooks run on res
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,8 +35,23 @@ def test_both_configs_validate():
 def test_paper_dry_run_on_slurm():
     done = snakemake("-n", "--configfile", "configs/paper.yaml", "--executor", "slurm", "--jobs", "20")
     assert done.returncode == 0, done.stderr[-3000:]
-    for rule in ("sft", "grpo", "eval_grid", "figure_case_study"):
+    for rule in ("sft", "grpo", "eval_cell", "eval_summary", "figure_case_study"):
         assert rule in done.stdout + done.stderr
+
+
+def test_paper_dry_run_has_one_eval_job_per_cell():
+    from terminus.eval.cells import cell_names
+
+    done = snakemake("-n", "--configfile", "configs/paper.yaml", "--executor", "slurm", "--jobs", "20")
+    text = done.stdout + done.stderr
+    names = cell_names(load_config(ROOT / "configs/paper.yaml")["eval"])
+    assert len(names) == len(set(names)) > 20
+    jobs = re.findall(r"^rule eval_cell:.*?output: (\S+)", text, re.M | re.S)
+    assert sorted(Path(j).stem for j in jobs) == sorted(names)
+    # cells with a local-model subagent ask a GPU; endpoint-only cells do not
+    gpu = re.findall(r"^rule eval_cell:.*?output: \S+/cells/(\S+)\.jsonl.*?resources: ([^\n]*)", text, re.M | re.S)
+    by_cell = {name: ("gpu=1" in res) for name, res in gpu}
+    assert by_cell["replay__terminus-4b__repair__0"] and not by_cell["replay__claude-sonnet__repair__0"]
 
 
 def test_profile_names_resolve_after_install(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -139,9 +140,23 @@ def _config(path: Path | None) -> dict:
     from terminus.config import ConfigError, load_config
 
     try:
-        return load_config(path)
+        cfg = load_config(path)
     except ConfigError as err:
         _fail(str(err))
+    from terminus.sandbox.docker import IMAGE_VAR
+
+    if cfg.get("sandbox_image"):  # every sandbox this process makes (threads and all) takes it from here
+        os.environ[IMAGE_VAR] = cfg["sandbox_image"]
+    return cfg
+
+
+def _sandbox(sandbox: str | None, config: Path | None) -> str | None:
+    """--sandbox when given, else the config's `sandbox` (when --config is given), else the default backend."""
+    if sandbox and sandbox not in BACKENDS:
+        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    if sandbox or config is None:
+        return sandbox
+    return _config(config).get("sandbox")
 
 
 @tasks_app.command("build")
@@ -170,6 +185,7 @@ def tasks_validate(
     report: Path = typer.Option(None, help="Report JSON (default: <out>.validation.json)."),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
+    config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run the scripted expert on every task; keep the tasks whose facts its answer states, report the rest."""
@@ -177,6 +193,7 @@ def tasks_validate(
     from terminus.tasks.record import TaskFileError
 
     report = report or out.with_suffix(".validation.json")
+    sandbox = _sandbox(sandbox, config)
     try:
         result = validate_tasks(tasks, out, report, backend=sandbox, concurrency=concurrency,
                                 show_progress=not quiet)  # fmt: skip
@@ -199,6 +216,7 @@ def collect_command(
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
     max_turns: int = typer.Option(10, min=2, help="Turn limit per episode."),
+    config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run a teacher over the tasks and write its trajectories."""
@@ -207,6 +225,7 @@ def collect_command(
     from terminus.models.openai_compat import PolicyError, api_key_from_env
     from terminus.tasks.record import TaskFileError
 
+    sandbox = _sandbox(sandbox, config)
     try:
         key = api_key_from_env(api_key_env, "--api-key-env")
         teacher = make_policy(policy, model=model, base_url=base_url, **({"api_key": key} if key else {}))
@@ -289,9 +308,9 @@ def judge_command(
 ) -> None:
     """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""
     from terminus.config import run_dir
+    from terminus.io import read_jsonl, write_jsonl_atomic
     from terminus.judge.scorer import Scorer, ScorerConfig, ScorerConfigError
-    from terminus.tasks.record import TaskFileError, load_tasks, write_jsonl_atomic
-    from terminus.train.data import read_jsonl
+    from terminus.tasks.record import TaskFileError, load_tasks
 
     cfg = _config(config)
     try:
@@ -321,11 +340,10 @@ def judge_validity(
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
 ) -> None:
     """How often each scorer ranks a correct episode above a corrupted copy; LLM judge vs fact checker."""
-    from terminus.agent.trajectory import write_json_atomic
     from terminus.config import run_dir, stamp
+    from terminus.io import read_jsonl, write_json_atomic
     from terminus.judge.validity import validity_report
     from terminus.tasks.record import TaskFileError, load_tasks
-    from terminus.train.data import read_jsonl
 
     cfg = _config(config)
     out = out or run_dir(cfg) / "judge" / "validity.json"
@@ -415,15 +433,18 @@ def training_summary_command(
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (for the stamp)."),
     max_turns: int = typer.Option(10, help="Turn limit, as at inference."),
     max_new_tokens: int = typer.Option(256, help="Tokens per turn."),
-    concurrency: int = typer.Option(2, min=1, help="Episodes at once."),
+    concurrency: int = typer.Option(2, min=1, help="Episodes at once (batched together through each model)."),
+    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: the config's `sandbox`)."),
 ) -> None:
     """Base vs SFT vs GRPO on held-out tasks (final-answer rate, fact recall) and GRPO's reward over steps."""
     from terminus.config import stamp
     from terminus.train.evaluate import training_summary
 
     cfg = _config(config)
+    backend = _sandbox(sandbox, config)
     result = training_summary(tasks, {"base": base, "sft": sft, "grpo": grpo}, grpo_metrics, out, stamp=stamp(cfg),
-                              max_turns=max_turns, max_new_tokens=max_new_tokens, concurrency=concurrency)  # fmt: skip
+                              max_turns=max_turns, max_new_tokens=max_new_tokens, concurrency=concurrency,
+                              backend=backend)  # fmt: skip
     typer.echo(json.dumps({k: v for k, v in result.items() if k != "grpo"} | {"grpo": {
         k: v for k, v in result["grpo"].items() if k != "reward_curve"}}, indent=1))  # fmt: skip
 
@@ -432,39 +453,66 @@ def training_summary_command(
 def eval_command(
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `eval` section)."),
     tasks: Path = typer.Option(..., help="Validated task file."),
-    out: Path = typer.Option(None, help="Folder (default results/<run>/eval): records.jsonl and summary.csv."),
+    out: Path = typer.Option(None, help="Folder (default results/<run>/eval): cells/, records.jsonl, summary.csv."),
     references: Path = typer.Option(None, help="Expert trajectories: the judge's references."),
+    cell: list[str] = typer.Option(
+        [], help="Run only this cell, <main>__<sub>__<bench>__<seed> (repeatable); `terminus eval-summary` merges."
+    ),
     no_llm: bool = typer.Option(False, "--no-llm", help="Score the execution benchmark with the fact checker only."),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
-    """Run the grid (resumable) and write per-cell metrics with bootstrap intervals and paired differences."""
-    from terminus.config import run_dir, stamp
-    from terminus.eval.grid import run_grid
-    from terminus.eval.metrics import summarise, write_csv
+    """Run grid cells (resumable), each with its subagent loaded or served once; without --cell, every cell and
+    then per-cell metrics with bootstrap intervals and paired differences."""
+    from terminus.config import run_dir
+    from terminus.eval.cells import CellError
+    from terminus.eval.grid import check_models, run_cell, run_grid
+    from terminus.io import read_jsonl
     from terminus.judge.scorer import Scorer, ScorerConfig
     from terminus.tasks.record import TaskFileError, load_tasks
-    from terminus.train.data import read_jsonl
 
     cfg = _config(config)
     out = out or run_dir(cfg) / "eval"
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
-    except TaskFileError as err:
+        check_models(cfg["eval"], cell or None)
+    except (TaskFileError, CellError) as err:
         _fail(str(err))
     refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
-    for sub in cfg["eval"]["subagents"]:
-        if sub.get("model") and sub["policy"] in ("transformers", "vllm"):
-            from terminus.config import resolve
-
-            sub["model"] = str(resolve(sub["model"]))
-            if not Path(sub["model"]).exists():
-                _fail(f"eval.subagents {sub['name']}: model {sub['model']} does not exist")
     with _judge_from_config(cfg, run_dir(cfg), no_llm) as judge:
         scorer = Scorer(tasks=task_map, judge=judge, config=ScorerConfig.load(cfg["judge"]["scorer"]), references=refs)
         try:
-            records = run_grid(cfg, tasks, out, scorer, show_progress=not quiet)
+            if cell:
+                for name in cell:
+                    records = run_cell(cfg, tasks, out, scorer, name, show_progress=not quiet)
+                    typer.echo(f"{len(records)} episodes in {out / 'cells' / (name + '.jsonl')}")
+                return
+            run_grid(cfg, tasks, out, scorer, show_progress=not quiet)
         except ValueError as err:
             _fail(str(err))
+    _eval_summary(cfg, out)
+
+
+@app.command("eval-summary")
+def eval_summary_command(
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `eval` section)."),
+    out: Path = typer.Option(None, help="Eval folder (default results/<run>/eval) holding cells/."),
+) -> None:
+    """Merge the cells' records into records.jsonl and write summary.csv (per-cell metrics, intervals, pairs)."""
+    from terminus.config import run_dir
+
+    cfg = _config(config)
+    _eval_summary(cfg, out or run_dir(cfg) / "eval")
+
+
+def _eval_summary(cfg: dict, out: Path) -> None:
+    from terminus.config import stamp
+    from terminus.eval.grid import merge_cells
+    from terminus.eval.metrics import summarise, write_csv
+
+    try:
+        records = merge_cells(cfg, out)
+    except ValueError as err:
+        _fail(str(err))
     rows = summarise(records, stamp(cfg))
     write_csv(rows, out / "summary.csv")
     typer.echo(f"{len(records)} episodes; {len(rows)} cells in {out / 'summary.csv'}")
@@ -478,9 +526,8 @@ def case_study_command(
     subagent: str = typer.Option("scripted", help="Which subagent's episode to set against No-Subagent."),
 ) -> None:
     """Serilog-style side by side: main-agent tokens, turns, terminal calls; the subagent's commands and summary."""
-    from terminus.agent.trajectory import write_json_atomic
     from terminus.eval.case_study import case_study
-    from terminus.train.data import read_jsonl
+    from terminus.io import read_jsonl, write_json_atomic
 
     try:
         study = case_study(read_jsonl(records), task, subagent)

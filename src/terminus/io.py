@@ -3,6 +3,7 @@ and a kill at any moment leaves the previous version intact. (No room's code: ev
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -21,3 +22,26 @@ def write_text_atomic(path: Path | str, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path | str, payload: dict) -> None:
+    write_text_atomic(path, json.dumps(payload, ensure_ascii=False, indent=1))
+
+
+def write_jsonl_atomic(path: Path | str, records: list[dict]) -> None:
+    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records))
+
+
+def read_jsonl(path: Path | str) -> list[dict]:
+    """Every record of a JSON-lines file; a missing file or a broken line is an error naming the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist")
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{number} is not valid JSON: {err.msg}") from None
+    return records

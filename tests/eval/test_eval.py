@@ -103,9 +103,11 @@ def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
     command = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out),
                "--quiet", "--no-llm"]  # fmt: skip
     proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    part = out / "records.jsonl.part"
+    def episodes_done() -> int:
+        return sum(len(part.read_text().splitlines()) for part in out.glob("cells/*.part"))
+
     deadline = time.time() + 120
-    while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 3):
+    while time.time() < deadline and episodes_done() < 3:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -138,3 +140,37 @@ def test_missing_key_and_unreachable_endpoint_are_clear(corpus, monkeypatch):
     brain.policy.max_retries = 0
     result, _ = run_main_agent(brain, task, tasks_file)
     assert result.error and "unreachable" in result.error and result.turns == 0
+
+
+def test_each_cell_runs_alone_and_the_summary_names_missing_cells(corpus, tmp_path):
+    config_path, tasks_file = corpus
+    out = tmp_path / "eval"
+    base = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out), "--quiet"]
+    one = subprocess.run([*base, "--cell", "replay__scripted__repair__0", "--no-llm"], capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    cells = [p.name for p in (out / "cells").glob("*.jsonl") if not p.name.endswith(".timings.jsonl")]
+    assert cells == ["replay__scripted__repair__0.jsonl"]
+    summary = subprocess.run([TERMINUS, "eval-summary", "--config", str(config_path), "--out", str(out)],
+                             capture_output=True, text=True)  # fmt: skip
+    assert summary.returncode != 0 and "replay__none__repair__0" in summary.stderr
+    assert summary.stderr.count("\n") == 1  # one line, no traceback
+    bad = subprocess.run([*base, "--cell", "replay__nobody__repair__0"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "no eval cell 'replay__nobody__repair__0'" in bad.stderr
+
+
+def test_a_transformers_subagent_is_loaded_once_per_cell(corpus, tiny_model, tmp_path):
+    import shutil
+
+    from terminus.eval.grid import run_cell
+    from terminus.models.local import LOADS
+
+    config_path, tasks_file = corpus
+    model = tmp_path / "model"  # a path of its own: the count is per folder, in this process
+    shutil.copytree(tiny_model, model)
+    config = load_config(config_path)
+    config["eval"] |= {"subagents": [{"name": "tiny", "policy": "transformers", "model": str(model),
+                                      "max_new_tokens": 8}], "max_tasks": 4, "concurrency": 2}  # fmt: skip
+    tasks = {t.id: t for t in load_tasks(tasks_file)}
+    records = run_cell(config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "replay__tiny__execution__0",
+                       show_progress=False)  # fmt: skip
+    assert len(records) == 4 and LOADS[str(model)] == 1

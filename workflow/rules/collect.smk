@@ -12,6 +12,8 @@ rule collect:
         key=f"--api-key-env {config['collect']['api_key_env']}" if config["collect"].get("api_key_env") else "",
         splits=",".join(config["collect"]["splits"]),
         max_turns=config["collect"]["max_turns"],
+        concurrency=config["collect"]["concurrency"],
+        config=CONFIG_FILE,
     threads: 4
     conda:
         ENV
@@ -20,7 +22,8 @@ rule collect:
         runtime=240,
     shell:
         "terminus collect --tasks {input} --out {output} --policy {params.policy} {params.model} {params.base_url} {params.key} "
-        "--splits {params.splits} --max-turns {params.max_turns} --concurrency {threads} --quiet > {log} 2>&1"
+        "--splits {params.splits} --max-turns {params.max_turns} --concurrency {params.concurrency} "
+        "--config {params.config} --quiet > {log} 2>&1"
 
 
 rule judge_teacher:

@@ -1,12 +1,20 @@
 # Helpers shared by the rules: paths of the run, the config file in use, what the base model is.
 from pathlib import Path
 
+from terminus.eval.cells import cell_names, cell_needs_gpu, cell_subagent
+
 RUN = f"results/{config['run']}"
 # The config file the CLI stages read: the last --configfile given, else the default. The CLI validates it the
 # same way, so the rules and the stages always agree.
 CONFIG_FILE = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_configfiles else "configs/config.yaml"
 JUDGE_FILES = [config["judge"]["rubric"], config["judge"]["scorer"], config["judge"]["prompts"]]
 NOTEBOOKS = ["corpus", "training", "evaluation", "delegation", "case_study"]
+# One eval job per grid cell (<main>__<sub>__<bench>__<seed>), each with its own resources.
+EVAL_CELLS = cell_names(config["eval"])
+
+
+wildcard_constraints:
+    cell="|".join(EVAL_CELLS) or "none",
 
 
 ENV = "../../environment.yml"  # conda: directives (used with --use-conda); the venv of `make` otherwise
@@ -60,3 +68,18 @@ def final_targets() -> list[str]:
         f"{RUN}/eval/case_study.json",
         *[f"{RUN}/figures/{name}.png" for name in NOTEBOOKS],
     ]
+
+
+def cell_model_input(wildcards) -> list[str]:
+    """The model a cell's subagent loads, when this run builds it (its cell waits for that stage, no other)."""
+    model = (cell_subagent(config["eval"], wildcards.cell).get("model") or "").replace("{run}", config["run"])
+    return [model] if model.startswith(RUN) else []
+
+
+def cell_gpus(wildcards) -> int:
+    """Cells whose subagent is a local model get a GPU; endpoint-only and scripted cells run on CPU nodes."""
+    return int(cell_needs_gpu(config["eval"], wildcards.cell))
+
+
+def cell_mem_mb(wildcards) -> int:
+    return 64000 if cell_needs_gpu(config["eval"], wildcards.cell) else 8000

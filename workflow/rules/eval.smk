@@ -1,29 +1,48 @@
-rule eval_grid:
+rule eval_cell:
     input:
         tasks=f"{RUN}/tasks/valid.jsonl",
         references=f"{RUN}/tasks/valid.validation.trajectories.jsonl",
-        models=[*base_model_input(), f"{RUN}/models/sft-merged", f"{RUN}/export"],
+        models=cell_model_input,
         judge=JUDGE_FILES,
     output:
-        records=f"{RUN}/eval/records.jsonl",
-        summary=f"{RUN}/eval/summary.csv",
+        f"{RUN}/eval/cells/{{cell}}.jsonl",
     log:
-        f"{RUN}/logs/eval_grid.log",
+        f"{RUN}/logs/eval/{{cell}}.log",
     benchmark:
-        f"{RUN}/benchmarks/eval_grid.tsv"
+        f"{RUN}/benchmarks/eval/{{cell}}.tsv"
     params:
         config=CONFIG_FILE,
-        out=output_parent("summary"),
+        out=output_parent(0, 2),
         no_llm=no_llm("eval"),
     conda:
         ENV
     resources:
-        gpu=1,
-        mem_mb=64000,
+        gpu=cell_gpus,
+        mem_mb=cell_mem_mb,
         runtime=720,
     shell:
         "terminus eval --config {params.config} --tasks {input.tasks} --references {input.references} "
-        "--out {params.out} {params.no_llm} --quiet > {log} 2>&1"
+        "--out {params.out} --cell {wildcards.cell} {params.no_llm} --quiet > {log} 2>&1"
+
+
+rule eval_summary:
+    input:
+        expand(f"{RUN}/eval/cells/{{cell}}.jsonl", cell=EVAL_CELLS),
+    output:
+        records=f"{RUN}/eval/records.jsonl",
+        summary=f"{RUN}/eval/summary.csv",
+    log:
+        f"{RUN}/logs/eval_summary.log",
+    params:
+        config=CONFIG_FILE,
+        out=output_parent("summary"),
+    conda:
+        ENV
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    shell:
+        "terminus eval-summary --config {params.config} --out {params.out} > {log} 2>&1"
 
 
 rule case_study:

@@ -15,7 +15,6 @@ rule grpo:
     params:
         config=CONFIG_FILE,
         out=output_parent("model"),
-        sandbox=f"--sandbox {config['sandbox']}" if config.get("sandbox") else "",
     conda:
         ENV
     resources:
@@ -25,5 +24,4 @@ rule grpo:
         runtime=1440,
     shell:
         "terminus grpo --config {input.recipe} --model_name_or_path {input.model} --tasks_file {input.tasks} "
-        "--references {input.references} --experiment_config {params.config} --output_dir {params.out} "
-        "{params.sandbox} > {log} 2>&1"
+        "--references {input.references} --experiment_config {params.config} --output_dir {params.out} > {log} 2>&1"

@@ -26,7 +26,7 @@ rule validate_tasks:
     log:
         f"{RUN}/logs/validate_tasks.log",
     params:
-        sandbox=f"--sandbox {config['sandbox']}" if config.get("sandbox") else "",
+        config=CONFIG_FILE,
     threads: 4
     conda:
         ENV
@@ -34,5 +34,5 @@ rule validate_tasks:
         mem_mb=8000,
         runtime=120,
     shell:
-        "terminus tasks validate --tasks {input} --out {output.tasks} --report {output.report} {params.sandbox} "
+        "terminus tasks validate --tasks {input} --out {output.tasks} --report {output.report} --config {params.config} "
         "--concurrency {threads} --quiet > {log} 2>&1"

@@ -19,7 +19,8 @@ import yaml
 
 from terminus.agent.parsing import FormatError, parse_final_answer, parse_tool_calls
 from terminus.agent.terminal import TERMINAL_TOOL, TOOL_NAME, Terminal, ToolCallError, observation
-from terminus.agent.trajectory import Trajectory, Turn, write_json_atomic
+from terminus.agent.trajectory import Trajectory, Turn
+from terminus.io import write_json_atomic
 from terminus.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
@@ -122,9 +123,10 @@ class ExecutionSubagent:
             policy=self.policy.name,
             query=query,
             description=description,
+            backend=self.sandbox.name,
         )
         self.save_to = save_to
-        workspace = getattr(self.sandbox, "inside_workspace", str(self.sandbox.workspace))
+        workspace = self.sandbox.inside_workspace
         self.traj.messages = [
             {"role": "system", "content": self.prompts.render("system", workspace=workspace, **self._limits())},
             {"role": "user", "content": self.prompts.render("user", query=query, description=description)},

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-
-from terminus.io import write_text_atomic
 
 SCHEMA = "terminus.trajectory/1"
 TERMINATIONS = ("final_answer", "turn_limit", "timeout_forced", "format_error", "crash")
@@ -33,6 +29,8 @@ class Trajectory:
     policy: str
     query: str
     description: str = ""
+    backend: str = ""
+    """The sandbox backend the commands ran in (local, bwrap, docker, apptainer)."""
     messages: list[dict] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
     prompt_tokens: int = 0
@@ -47,8 +45,3 @@ class Trajectory:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def write_json_atomic(path: Path, payload: dict) -> None:
-    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
-    write_text_atomic(path, json.dumps(payload, ensure_ascii=False, indent=1))

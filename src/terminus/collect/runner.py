@@ -19,8 +19,9 @@ from pathlib import Path
 
 from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.agent.trajectory import Trajectory
+from terminus.io import write_jsonl_atomic
 from terminus.sandbox import make_sandbox
-from terminus.tasks.record import Task, write_jsonl_atomic
+from terminus.tasks.record import Task
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from collections import Counter
 from functools import partial
 from pathlib import Path
 
-from terminus.agent.trajectory import write_json_atomic
 from terminus.collect.runner import run_episode, run_jobs
+from terminus.io import write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.models.scripted import ScriptedPolicy
 from terminus.tasks.record import Task, load_tasks, write_tasks

@@ -6,19 +6,24 @@ Benchmarks:
 - `execution`: the split's execution tasks; the task's query is forwarded to the subagent as is (isolated from
   any main agent, as in RL) and its episode is scored by the Scorer (judge and fact checker).
 
-Records (EvalRecord, JSON lines) are keyed by cell and task: a rerun after an interruption does only the
-missing episodes. `summary.csv` has, per cell, every metric with a 95% bootstrap interval and the paired
-difference against the No-Subagent cell of the same main agent, benchmark and seed.
+Each cell runs on its own (`terminus eval --cell NAME`, one Snakemake job per cell) with its subagent made once for
+all its episodes, into `cells/<cell>.jsonl`; `records.jsonl` merges the cells. Records (EvalRecord, JSON lines) are
+keyed by cell and task: a rerun after an interruption does only the missing episodes. `summary.csv` has, per
+cell, every metric with a 95% bootstrap interval and the paired difference against the No-Subagent cell of the
+same main agent, benchmark and seed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 from terminus.collect.runner import run_episode, run_jobs
+from terminus.eval.cells import cell_names, find_cell
 from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent, test_command
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.tokens import TokenCounter
@@ -59,13 +64,20 @@ def verify(task: Task, tree: Path, backend: str | None) -> bool:
 
 
 def repair_episode(
-    task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None, stamp: dict, tokenizer: str
+    task: Task,
+    tasks_file: Path,
+    main: dict,
+    sub: dict,
+    seed: int,
+    backend: str | None,
+    stamp: dict,
+    tokenizer: str,
+    policy,
 ) -> dict:
     import shutil
 
     start = time.perf_counter()
     brain = main_brain(main)
-    policy = subagent_policy(sub)
     key = record_key(main["name"], sub["name"], "repair", seed, task.id)
     result, tree = run_main_agent(
         brain,
@@ -111,11 +123,11 @@ def repair_episode(
 
 
 def execution_episode(
-    task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None, stamp: dict, scorer
+    task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None, stamp: dict, scorer, policy
 ) -> dict:
     start = time.perf_counter()
     key = record_key(main["name"], sub["name"], "execution", seed, task.id)
-    traj = run_episode(task, tasks_file, subagent_policy(sub), backend=backend, trajectory_id=key).to_dict()
+    traj = run_episode(task, tasks_file, policy, backend=backend, trajectory_id=key).to_dict()
     verdict = scorer.score([traj])[0]
     return {
         "schema": SCHEMA,
@@ -162,46 +174,105 @@ def record_key(main: str, sub: str, benchmark: str, seed: int, task_id: str) -> 
     return f"{main}|{sub}|{benchmark}|{seed}|{task_id}"
 
 
-def cells(eval_cfg: dict) -> list[tuple[dict, dict, str, int]]:
-    out = []
-    for main in eval_cfg["main_agents"]:
-        for sub in eval_cfg["subagents"]:
-            for bench in eval_cfg["benchmarks"]:
-                if bench == "execution" and sub["policy"] == "none":
-                    continue  # nothing to forward a query to
-                for seed in eval_cfg["seeds"]:
-                    out.append((main, sub, bench, seed))
-    return out
+def check_models(eval_cfg: dict, names: list[str] | None = None) -> None:
+    """Local-model subagents of the named cells (default: all) name folders that exist; paths become absolute."""
+    from terminus.config import resolve
+    from terminus.eval.cells import CellError
+
+    wanted = {find_cell(eval_cfg, n)[1]["name"] for n in names} if names else None
+    for sub in eval_cfg["subagents"]:
+        if not sub.get("model") or sub["policy"] not in ("transformers", "vllm"):
+            continue
+        if wanted is not None and sub["name"] not in wanted:
+            continue
+        model = resolve(sub["model"])
+        if model.exists():
+            sub["model"] = str(model)
+        elif Path(sub["model"]).is_absolute() or sub["model"].startswith((".", "results/")):
+            raise CellError(f"eval.subagents {sub['name']}: model folder {model} does not exist")
+        # otherwise a hub id (e.g. Qwen/Qwen3-4B), loaded as is
 
 
-def run_grid(config: dict, tasks_file: Path, out_dir: Path, scorer, *, show_progress: bool = True) -> list[dict]:
+@contextlib.contextmanager
+def served_subagent(spec: dict, log_dir: Path) -> Iterator:
+    """The cell's subagent policy, made once for all its episodes. A `vllm` model is served by vLLM's OpenAI server
+    for the cell's lifetime (the episodes call it concurrently, so its continuous batching does the work) and stopped
+    by PID afterwards; a `transformers` model is loaded once in the process and shared under a lock."""
+    if spec["policy"] != "vllm":
+        yield subagent_policy(spec)
+        return
+    from terminus.models.openai_compat import OpenAIPolicy
+    from terminus.models.serve import vllm_server
+
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with vllm_server(spec["model"], served_name=spec["name"], log=log_dir / f"vllm-{spec['name']}.log",
+                     max_model_len=spec.get("max_model_len")) as url:  # fmt: skip
+        yield OpenAIPolicy(spec["name"], base_url=url, max_tokens=spec.get("max_new_tokens", 256))
+
+
+def run_cell(config: dict, tasks_file: Path, out_dir: Path, scorer, name: str, *, show_progress: bool = True) -> list:
+    """One cell's episodes (resumable) into `<out_dir>/cells/<name>.jsonl`; its subagent is made once."""
     from terminus.config import stamp as make_stamp
 
     eval_cfg = config["eval"]
+    main, sub, bench, seed = find_cell(eval_cfg, name)
     tasks = [t for t in load_tasks(tasks_file) if t.split == eval_cfg["split"]]
     repair = [t for t in tasks if t.meta.get("fix") and t.task_type == "test-execution"]
     execution = tasks
     if eval_cfg.get("max_tasks"):
         repair, execution = repair[: eval_cfg["max_tasks"]], execution[: eval_cfg["max_tasks"]]
-    if not repair and "repair" in eval_cfg["benchmarks"]:
+    if bench == "repair" and not repair:
         raise ValueError(f"{tasks_file} has no repair tasks in the {eval_cfg['split']} split")
-    for main in eval_cfg["main_agents"]:  # keys and endpoints are checked before any episode runs
-        if main["kind"] == "llm":
-            main_brain(main)
-    if any(sub["policy"] == "transformers" for sub in eval_cfg["subagents"]):
+    if main["kind"] == "llm":  # keys and endpoints are checked before any episode runs
+        main_brain(main)
+    if sub["policy"] == "transformers":
         from terminus.models.local import warm_imports
 
         warm_imports()
     stamp = make_stamp(config)
     backend = config.get("sandbox")
-    jobs = []
-    for main, sub, bench, seed in cells(eval_cfg):
+    with served_subagent(sub, out_dir / "logs") as policy:
+        jobs = []
         for task in repair if bench == "repair" else execution:
             key = record_key(main["name"], sub["name"], bench, seed, task.id)
             if bench == "repair":
-                job = partial(repair_episode, task, tasks_file, main, sub, seed, backend, stamp, eval_cfg["tokenizer"])
+                job = partial(repair_episode, task, tasks_file, main, sub, seed, backend, stamp, eval_cfg["tokenizer"],
+                              policy)  # fmt: skip
             else:
-                job = partial(execution_episode, task, tasks_file, main, sub, seed, backend, stamp, scorer)
+                job = partial(execution_episode, task, tasks_file, main, sub, seed, backend, stamp, scorer, policy)
             jobs.append((key, job))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return run_jobs(jobs, out_dir / "records.jsonl", eval_cfg["concurrency"], show_progress, "eval grid", key="key")
+        out = out_dir / "cells" / f"{name}.jsonl"
+        return run_jobs(jobs, out, eval_cfg["concurrency"], show_progress, name, key="key")
+
+
+def run_grid(
+    config: dict,
+    tasks_file: Path,
+    out_dir: Path,
+    scorer,
+    *,
+    names: list[str] | None = None,
+    show_progress: bool = True,
+) -> list[dict]:
+    """The named cells (default: all), one after another, then `records.jsonl` of every cell file present."""
+    for name in names or cell_names(config["eval"]):
+        run_cell(config, tasks_file, out_dir, scorer, name, show_progress=show_progress)
+    return merge_cells(config, out_dir)
+
+
+def merge_cells(config: dict, out_dir: Path) -> list[dict]:
+    """`records.jsonl` from the cell files of the config's cells; a missing cell is an error naming it."""
+    from terminus.io import read_jsonl, write_jsonl_atomic
+
+    records, missing = [], []
+    for name in cell_names(config["eval"]):
+        path = out_dir / "cells" / f"{name}.jsonl"
+        if not path.is_file():
+            missing.append(name)
+            continue
+        records += read_jsonl(path)
+    if missing:
+        raise ValueError(f"eval cells not run yet (no {out_dir / 'cells'}/<cell>.jsonl): {', '.join(missing)}")
+    records.sort(key=lambda r: r["key"])
+    write_jsonl_atomic(out_dir / "records.jsonl", records)
+    return records

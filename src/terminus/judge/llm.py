@@ -22,7 +22,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from terminus.agent.trajectory import write_json_atomic
+from terminus.io import write_json_atomic
 from terminus.judge.rubric import Rubric
 
 log = logging.getLogger(__name__)

@@ -167,7 +167,7 @@ class MainAgentLoop:
     def run(self, bench: Workbench, task_text: str, parent_id: str) -> MainAgentResult:
         result = MainAgentResult(main_agent=self.brain.name)
         delegation = DELEGATION if bench.subagent_policy is not None else ""
-        workspace = getattr(bench.box, "inside_workspace", "/workspace")
+        workspace = bench.box.inside_workspace
         messages = [
             {"role": "system", "content": SYSTEM.format(workspace=workspace, task=task_text, delegation=delegation)},
             {"role": "user", "content": task_text},

@@ -15,48 +15,63 @@ def warm_imports() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
 
 
-class TransformersPolicy:
-    """Greedy (temperature 0) generation with the model's own chat template, tools included."""
+LOADS: dict[str, int] = {}
+"""How many times each model folder was loaded in this process (a grid cell must load its model once)."""
+_LOADED: dict[tuple[str, str], tuple] = {}
 
-    def __init__(self, model: str, max_new_tokens: int = 512, temperature: float = 0.0, device: str | None = None):
-        import torch
 
-        self.name = f"transformers:{model}"
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        with _LOAD_LOCK:
+def load_transformers(model: str, device: str | None = None) -> tuple:
+    """(model, tokenizer), loaded once per process and device; later calls share the same objects."""
+    import torch
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    with _LOAD_LOCK:
+        key = (str(model), device)
+        if key not in _LOADED:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            self.tokenizer = AutoTokenizer.from_pretrained(model)
-            self.model = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
-            self.model.to(self.device).eval()
-        self.max_new_tokens, self.temperature = max_new_tokens, temperature
+            tokenizer = AutoTokenizer.from_pretrained(model)
+            net = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
+            net.to(device).eval()
+            LOADS[str(model)] = LOADS.get(str(model), 0) + 1
+            _LOADED[key] = (net, tokenizer)
+        return _LOADED[key]
+
+
+class TransformersPolicy:
+    """Greedy (temperature 0) generation with the model's own chat template, tools included. Policies of the same
+    model share one copy of it in the process, and generate one at a time through its generator's lock."""
+
+    def __init__(self, model: str, max_new_tokens: int = 512, temperature: float = 0.0, device: str | None = None):
+        net, tokenizer = load_transformers(model, device)
+        self._init(net, tokenizer, f"transformers:{model}", max_new_tokens, temperature)
 
     @classmethod
     def from_objects(cls, model, tokenizer, name: str, max_new_tokens: int = 512, temperature: float = 0.0):
-        """Around a model already in memory (GRPO rollouts generate with the model being trained)."""
+        """Around a model already in memory."""
         policy = cls.__new__(cls)
-        policy.name, policy.model, policy.tokenizer = name, model, tokenizer
-        policy.device = next(model.parameters()).device
-        policy.max_new_tokens, policy.temperature = max_new_tokens, temperature
+        policy._init(model, tokenizer, name, max_new_tokens, temperature)
         return policy
 
-    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
-        import torch
+    def _init(self, model, tokenizer, name: str, max_new_tokens: int, temperature: float) -> None:
+        from terminus.models.generate import TransformersGenerator
 
-        inputs = self.tokenizer.apply_chat_template(
-            messages, tools=tools or None, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        ).to(self.device)
-        sampling = (
-            {"do_sample": True, "temperature": self.temperature} if self.temperature > 0 else {"do_sample": False}
-        )
-        with torch.no_grad():
-            output = self.model.generate(
-                **inputs, max_new_tokens=self.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id, **sampling
-            )
-        prompt_len = inputs["input_ids"].shape[1]
-        completion = output[0, prompt_len:]
-        text = self.tokenizer.decode(completion, skip_special_tokens=True)
-        return {"content": text, "usage": {"prompt_tokens": prompt_len, "completion_tokens": int(completion.shape[0])}}
+        self.name, self.model, self.tokenizer = name, model, tokenizer
+        self.max_new_tokens, self.temperature = max_new_tokens, temperature
+        self.generator = TransformersGenerator(model, tokenizer, max_new_tokens, temperature, name, model_lock(model))
+
+    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+        reply = self.generator.generate([messages], [tools])[0]
+        return {"content": reply["content"], "usage": reply["usage"]}
+
+
+_MODEL_LOCKS: dict[int, threading.Lock] = {}
+
+
+def model_lock(model) -> threading.Lock:
+    """One lock per model in memory: threads share a model, one generation at a time."""
+    with _LOAD_LOCK:
+        return _MODEL_LOCKS.setdefault(id(model), threading.Lock())
 
 
 class VLLMPolicy:

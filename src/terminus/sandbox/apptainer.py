@@ -19,12 +19,12 @@ class ApptainerSandbox(ProcessSandbox):
     name = "apptainer"
     inside_workspace = WORKSPACE
 
-    def __init__(self, *args, image: str, **kwargs) -> None:
+    def __init__(self, *args, image: str | None = None, **kwargs) -> None:
+        from terminus.sandbox.docker import default_image
+
         if apptainer_path() is None:
             raise SandboxError("apptainer (or singularity) is not on PATH; it is installed on HPC nodes, not here")
-        if not image:
-            raise SandboxError("the apptainer sandbox needs an image: a .sif path or docker://REF")
-        self.image = image
+        self.image = image or default_image("apptainer")
         super().__init__(*args, **kwargs)
 
     @property

@@ -74,11 +74,22 @@ class Limits:
 
 @runtime_checkable
 class Sandbox(Protocol):
+    """What every backend gives its callers, and all that they may use."""
+
+    name: str
+    """The backend's name (local, bwrap, docker, apptainer); trajectories record it."""
     workspace: Path
+    """The workspace as the harness sees it (a host folder)."""
+    inside_workspace: str
+    """The same folder as the commands see it (what prompts name)."""
 
     def run(self, command: str, timeout_s: float) -> CommandResult: ...
 
     def close(self) -> None: ...
+
+    def __enter__(self) -> Sandbox: ...
+
+    def __exit__(self, *exc) -> None: ...
 
 
 class SandboxError(RuntimeError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
 import threading
 import time
@@ -24,6 +25,7 @@ WORKSPACE = "/workspace"
 STATE = "/run/terminus"
 HOME = "/home/sandbox"
 HOST_IMAGE = "terminus-sandbox:host"
+IMAGE_VAR = "TERMINUS_SANDBOX_IMAGE"
 # What the registry-free image (docker/sandbox/Dockerfile) borrows from the host, read-only.
 HOST_BINDS = [
     "/usr:/usr:ro",
@@ -35,8 +37,23 @@ HOST_BINDS = [
 ]
 
 
+def default_image(backend: str) -> str:
+    """The image for tasks that bring none: $TERMINUS_SANDBOX_IMAGE (set from the config's `sandbox_image`), else
+    for docker the project's registry-free image (docker/sandbox). Apptainer has no such default on a cluster."""
+    image = os.environ.get(IMAGE_VAR)
+    if image:
+        return image
+    if backend == "docker":
+        return HOST_IMAGE
+    raise SandboxError(
+        f"the {backend} sandbox needs an image for tasks that bring none: set `sandbox_image` in the config "
+        f"(or {IMAGE_VAR}), e.g. docker://python:3.11 or a .sif file"
+    )
+
+
 class DockerSandbox:
     name = "docker"
+    inside_workspace = WORKSPACE
 
     def __init__(
         self,
@@ -44,7 +61,7 @@ class DockerSandbox:
         limits: Limits | None = None,
         network: bool = False,
         *,
-        image: str,
+        image: str | None = None,
         base_url: str | None = None,
         binds: list[str] | None = None,
         memory_mb: int = 8192,
@@ -55,6 +72,9 @@ class DockerSandbox:
         except ImportError as err:  # pragma: no cover - docker is a dependency
             raise SandboxError("the docker Python package is missing: pip install docker") from err
         self.limits = limits or Limits()
+        image = image or default_image("docker")
+        if image == HOST_IMAGE and binds is None:
+            binds = HOST_BINDS  # that image is an empty root: it runs the host's read-only /usr
         try:
             self.client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
             self.client.ping()

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import yaml
 
+from terminus.io import write_jsonl_atomic
 from terminus.tasks import manifest as manifests
 from terminus.tasks import registry, synthetic
 from terminus.tasks.queries import make_query, paraphrase
-from terminus.tasks.record import SPLITS, Task, write_jsonl_atomic, write_tasks
+from terminus.tasks.record import SPLITS, Task, write_tasks
 
 log = logging.getLogger(__name__)
 

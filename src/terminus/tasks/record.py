@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 
-from terminus.io import write_text_atomic
+from terminus.io import write_jsonl_atomic
 
 SCHEMA = "terminus.task/1"
 SOURCES = ("synthetic", "registry", "manifest")
@@ -127,10 +127,6 @@ def load_tasks(path: Path) -> list[Task]:
         dup = next(i for i in ids if ids.count(i) > 1)
         raise TaskFileError(f"{path}: task id {dup!r} appears more than once")
     return tasks
-
-
-def write_jsonl_atomic(path: Path, records: list[dict]) -> None:
-    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records))
 
 
 def write_tasks(path: Path, tasks: list[Task]) -> None:

@@ -15,16 +15,9 @@ from collections import Counter
 from pathlib import Path
 
 from terminus.agent.terminal import TERMINAL_TOOL
-from terminus.agent.trajectory import write_json_atomic
+from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.tasks.record import Task, load_tasks
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def to_chat(trajectory: dict) -> list[dict]:

@@ -9,16 +9,13 @@ import statistics
 from functools import partial
 from pathlib import Path
 
-from terminus.agent.trajectory import write_json_atomic
 from terminus.collect.runner import run_episode, run_jobs
+from terminus.io import write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.tasks.record import Task, load_tasks
 
 
-def _episode(task: Task, tasks_file: Path, model: str, max_turns: int, max_new_tokens: int, backend) -> dict:
-    from terminus.models.local import TransformersPolicy
-
-    policy = TransformersPolicy(model, max_new_tokens=max_new_tokens)  # one per episode: threads share nothing
+def _episode(task: Task, tasks_file: Path, policy, max_turns: int, backend) -> dict:
     return run_episode(task, tasks_file, policy, backend=backend, max_turns=max_turns).to_dict()
 
 
@@ -36,8 +33,11 @@ def held_out(
     tasks = {t.id: t for t in load_tasks(tasks_file) if t.split == split}
     if not tasks:
         raise ValueError(f"{tasks_file} has no {split} tasks")
+    from terminus.models.local import TransformersPolicy
+
+    policy = TransformersPolicy(model, max_new_tokens=max_new_tokens)  # loaded once, shared by the episodes
     jobs = [
-        (tid, partial(_episode, t, tasks_file, model, max_turns, max_new_tokens, backend))
+        (tid, partial(_episode, t, tasks_file, policy, max_turns, backend))
         for tid, t in sorted(tasks.items())
     ]
     records = run_jobs(jobs, out, concurrency, show_progress=True, label=f"held-out ({Path(model).name})")
@@ -68,6 +68,7 @@ def training_summary(
     max_turns: int = 10,
     max_new_tokens: int = 256,
     concurrency: int = 2,
+    backend: str | None = None,
 ) -> dict:
     summary: dict = {}
     for name, model in models.items():
@@ -78,6 +79,7 @@ def training_summary(
             max_turns=max_turns,
             max_new_tokens=max_new_tokens,
             concurrency=concurrency,
+            backend=backend,
         )
     curve = reward_curve(grpo_metrics)
     if not curve:

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from terminus.agent.terminal import TERMINAL_TOOL
-from terminus.agent.trajectory import write_json_atomic
+from terminus.io import write_json_atomic
 
 log = logging.getLogger(__name__)
 CHECK_MESSAGES = [

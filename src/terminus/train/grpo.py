@@ -1,17 +1,22 @@
 """`terminus grpo --config configs/grpo/<recipe>.yaml [--key value ...]`: TRL's GRPOTrainer where every rollout
 is a real subagent episode in a sandbox.
 
-The rollout (TRL's `rollout_func`) runs our own loop, prompts and limits (`ExecutionSubagent`, exactly as at
-inference) with a policy that generates with the model being trained; the task's query is forwarded as is,
-isolated from any main agent. The episode is then tokenised with the model's chat template: the prompt is the
-system and user turns, the completion everything after, and `env_mask` marks the tokens the model generated
-(assistant turns) so that tool output and injected messages carry no loss. The reward is the judge's Scorer.
+The rollout (TRL's `rollout_func`) runs the batch's episodes in lockstep (`terminus.collect.lockstep`): our own
+loop, prompts and limits (`ExecutionSubagent`, exactly as at inference), the commands of all episodes concurrently in
+their own sandboxes, and at every turn one batched generation for all live episodes, by TRL's vLLM engine when the
+recipe sets `use_vllm` (weights synced by TRL) and by batched transformers generation otherwise. The task's query
+is forwarded as is, isolated from any main agent. The episode is then tokenised with the model's chat template:
+the prompt is the system and user turns, the completion everything after, and `env_mask` marks the tokens the
+model generated (assistant turns) so that tool output and injected messages carry no loss. The reward is the
+judge's Scorer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -29,8 +34,10 @@ class GRPOScriptArguments:
     splits: list[str] = field(default_factory=lambda: ["train"], metadata={"help": "Splits to train on."})
     max_turns: int = field(default=10, metadata={"help": "Turn limit per rollout (as at inference)."})
     max_new_tokens: int = field(default=256, metadata={"help": "Tokens per assistant turn."})
-    sandbox: str | None = field(default=None, metadata={"help": "Sandbox backend (default: bwrap where installed)."})
-    experiment_config: str = field(default="configs/config.yaml", metadata={"help": "For the judge settings."})
+    sandbox: str | None = field(default=None, metadata={"help": "Sandbox backend (default: the experiment config's)."})
+    experiment_config: str = field(
+        default="configs/config.yaml", metadata={"help": "For the judge and sandbox settings."}
+    )
     references: str | None = field(default=None, metadata={"help": "Expert trajectories, the judge's references."})
     use_llm_judge: bool = field(default=False, metadata={"help": "Add the LLM judge of the experiment config."})
     dry_run: bool = field(default=False, metadata={"help": "Parse and validate everything, train nothing."})
@@ -62,39 +69,79 @@ def episode_tokens(tokenizer, messages: list[dict], max_completion_length: int |
     return {"prompt_ids": list(prompt), "completion_ids": completion, "env_mask": env_mask}
 
 
+def align_logprobs(completion_ids: list[int], env_mask: list[int], generated: list[dict]) -> list[float | None]:
+    """vLLM's logprob for each completion token the model sampled, None elsewhere (tool output, injected turns, and
+    any token the chat template renders differently from how it was sampled: TRL gives those no correction)."""
+    out: list[float | None] = [None] * len(completion_ids)
+    replies = iter(generated)
+    k = 0
+    while k < len(completion_ids):
+        if not env_mask[k]:
+            k += 1
+            continue
+        reply = next(replies, None)
+        end = k
+        while end < len(completion_ids) and env_mask[end]:
+            end += 1
+        if reply and reply.get("logprobs") and reply.get("token_ids"):
+            for j, (token, logprob) in enumerate(zip(reply["token_ids"], reply["logprobs"], strict=False)):
+                if k + j >= end or completion_ids[k + j] != token:
+                    break
+                out[k + j] = logprob
+        k = end
+    return out
+
+
+def make_generator(trainer, model, tokenizer, max_new_tokens: int):
+    """TRL's own vLLM engine when the recipe sets `use_vllm`, else batched transformers generation."""
+    from terminus.models.generate import TransformersGenerator, TRLVLLMGenerator
+
+    if trainer.args.use_vllm:
+        return TRLVLLMGenerator(trainer, max_new_tokens)
+    return TransformersGenerator(model, tokenizer, max_new_tokens, temperature=trainer.args.temperature, name="grpo")
+
+
 def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments):
+    from functools import partial
+
+    from terminus.collect.lockstep import run_lockstep
     from terminus.collect.runner import run_episode
-    from terminus.models.local import TransformersPolicy
 
     def rollout(prompts: list, trainer) -> dict:
         from trl.models.utils import unwrap_model_for_generation
 
-        out = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "env_mask": [], "trajectory": []}
-        stats = {"turns": [], "timeouts": [], "format_errors": [], "final_answer": []}
         tokenizer = trainer.processing_class
-        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
-            policy = TransformersPolicy.from_objects(
-                model, tokenizer, "grpo-policy", script_args.max_new_tokens, temperature=trainer.args.temperature
-            )
-            for prompt in prompts:
-                task = tasks[prompt[-1]["task_id"]]
-                traj = run_episode(
-                    task,
-                    tasks_file,
-                    policy,
-                    backend=script_args.sandbox,
-                    max_turns=script_args.max_turns,
-                    trajectory_id=f"{task.id}@{trainer.state.global_step}",
-                )
-                record = traj.to_dict()
-                tokens = episode_tokens(tokenizer, record["messages"], trainer.args.max_completion_length)
-                for key in ("prompt_ids", "completion_ids", "env_mask"):
-                    out[key].append(tokens[key])
-                out["trajectory"].append(record)
-                stats["turns"].append(len(traj.turns))
-                stats["timeouts"].append(sum(t.timed_out for t in traj.turns))
-                stats["format_errors"].append(traj.format_errors)
-                stats["final_answer"].append(float(traj.termination == "final_answer"))
+        step = trainer.state.global_step
+        episodes = [
+            partial(run_episode, tasks[prompt[-1]["task_id"]], tasks_file, backend=script_args.sandbox,
+                    max_turns=script_args.max_turns, trajectory_id=f"{prompt[-1]['task_id']}@{step}#{i}")
+            for i, prompt in enumerate(prompts)
+        ]  # fmt: skip
+        # vLLM holds its own copy of the weights (synced by TRL); only transformers generation needs the model itself.
+        unwrap = (contextlib.nullcontext(None) if trainer.args.use_vllm
+                  else unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator))  # fmt: skip
+        with unwrap as model:
+            generator = make_generator(trainer, model, tokenizer, script_args.max_new_tokens)
+            run = run_lockstep(episodes, generator, name="grpo-policy")
+        out = {"prompt_ids": [], "completion_ids": [], "logprobs": [] if trainer.args.use_vllm else None,
+               "env_mask": [], "trajectory": []}  # fmt: skip
+        stats = {"turns": [], "timeouts": [], "format_errors": [], "final_answer": []}
+        for traj, policy in zip(run.trajectories, run.policies, strict=True):
+            record = traj.to_dict()
+            tokens = episode_tokens(tokenizer, record["messages"], trainer.args.max_completion_length)
+            for key in ("prompt_ids", "completion_ids", "env_mask"):
+                out[key].append(tokens[key])
+            if out["logprobs"] is not None:
+                out["logprobs"].append(align_logprobs(tokens["completion_ids"], tokens["env_mask"], policy.generated))
+            out["trajectory"].append(record)
+            stats["turns"].append(len(traj.turns))
+            stats["timeouts"].append(sum(t.timed_out for t in traj.turns))
+            stats["format_errors"].append(traj.format_errors)
+            stats["final_answer"].append(float(traj.termination == "final_answer"))
+        generated = sum(len(g.get("token_ids") or []) for p in run.policies for g in p.generated)
+        stats["generation_s"] = [run.generation_s]
+        stats["generated_tokens_per_s"] = [generated / max(run.generation_s, 1e-9)]
+        stats["batch_size"] = [statistics.fmean(run.batch_sizes or [0])]
         mode = "train" if trainer.model.training else "eval"
         for key, values in stats.items():
             trainer._metrics[mode][f"episode/{key}"].append(statistics.fmean(values))
@@ -117,9 +164,9 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
     from trl import GRPOTrainer, get_peft_config
 
     from terminus.config import load_config
+    from terminus.io import read_jsonl
     from terminus.judge.scorer import Scorer, ScorerConfig
     from terminus.tasks.record import load_tasks
-    from terminus.train.data import read_jsonl
 
     tasks_file = Path(resolve(script_args.tasks_file))
     if script_args.dry_run:
@@ -138,6 +185,11 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
         raise ValueError(f"{tasks_file} has no tasks in the splits {script_args.splits}")
     task_map = {t.id: t for t in tasks}
     experiment = load_config(resolve(script_args.experiment_config))
+    script_args.sandbox = script_args.sandbox or experiment.get("sandbox")
+    if experiment.get("sandbox_image"):
+        from terminus.sandbox.docker import IMAGE_VAR
+
+        os.environ[IMAGE_VAR] = experiment["sandbox_image"]
     references = {}
     if script_args.references:
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve(script_args.references)))}

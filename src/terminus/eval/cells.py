@@ -1,0 +1,51 @@
+"""The grid's cells (main agent x subagent x benchmark x seed) and their names, `<main>__<sub>__<bench>__<seed>`.
+
+Light on purpose (no model imports): the Snakefile reads it to make one job per cell, and `terminus eval --cell`
+runs one. A cell's name is also its file name under `eval/cells/` and `eval/predictions/`.
+"""
+
+from __future__ import annotations
+
+SEP = "__"
+LOCAL_MODEL_POLICIES = ("transformers", "vllm")
+
+
+class CellError(ValueError):
+    pass
+
+
+def cells(eval_cfg: dict) -> list[tuple[dict, dict, str, int]]:
+    out = []
+    for main in eval_cfg["main_agents"]:
+        for sub in eval_cfg["subagents"]:
+            for bench in eval_cfg["benchmarks"]:
+                if bench == "execution" and sub["policy"] == "none":
+                    continue  # nothing to forward a query to
+                for seed in eval_cfg["seeds"]:
+                    out.append((main, sub, bench, seed))
+    return out
+
+
+def cell_name(main: dict, sub: dict, bench: str, seed: int) -> str:
+    return SEP.join((main["name"], sub["name"], bench, str(seed)))
+
+
+def cell_names(eval_cfg: dict) -> list[str]:
+    return [cell_name(*cell) for cell in cells(eval_cfg)]
+
+
+def find_cell(eval_cfg: dict, name: str) -> tuple[dict, dict, str, int]:
+    for cell in cells(eval_cfg):
+        if cell_name(*cell) == name:
+            return cell
+    known = ", ".join(cell_names(eval_cfg)) or "(none)"
+    raise CellError(f"no eval cell {name!r} in this config; its cells are: {known}")
+
+
+def cell_subagent(eval_cfg: dict, name: str) -> dict:
+    return find_cell(eval_cfg, name)[1]
+
+
+def cell_needs_gpu(eval_cfg: dict, name: str) -> bool:
+    """Cells whose subagent is a local model run on a GPU node; endpoint-only and scripted cells do not."""
+    return cell_subagent(eval_cfg, name)["policy"] in LOCAL_MODEL_POLICIES

@@ -1,0 +1,77 @@
+"""Batched rollouts: episodes in lockstep give, under greedy decoding, the episodes that one-at-a-time generation
+gives (padding and masks change nothing the model sees), and every turn's calls go out as one batch."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import pytest
+import yaml
+
+from terminus.collect.lockstep import run_lockstep
+from terminus.collect.runner import run_episode
+from terminus.config import load_config
+from terminus.models.generate import TransformersGenerator
+from terminus.models.local import TransformersPolicy, load_transformers
+from terminus.sandbox.bwrap import bwrap_path
+from terminus.tasks.build import build_corpus
+from terminus.tasks.record import load_tasks
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("lockstep")
+    synthetic = {"languages": ["python"], "repos_per_language": 2, "variants": ["pass", "fail"]}
+    raw = {"run": "t", "tasks": {"synthetic": synthetic, "registry": {"enabled": False}}}
+    (root / "config.yaml").write_text(yaml.safe_dump(raw))
+    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
+    return root / "tasks.jsonl"
+
+
+def _comparable(traj) -> dict:
+    record = traj.to_dict()
+    for turn in record["turns"]:
+        turn["duration_s"] = 0.0
+    record["messages"] = [
+        {**m, "content": _strip_timing(m["content"])} if m["role"] == "tool" else m for m in record["messages"]
+    ]
+    return {k: record[k] for k in ("messages", "termination", "final_answer", "prompt_tokens", "completion_tokens")}
+
+
+def _strip_timing(text: str) -> str:
+    import re
+
+    return re.sub(r"\d+\.\d+s", "Xs", text)
+
+
+@pytest.mark.skipif(bwrap_path() is None, reason="bwrap missing: the prompt must name the same workspace each time")
+def test_batched_and_sequential_rollouts_are_token_identical(small_corpus, tiny_model):
+    tasks = load_tasks(small_corpus)[:4]
+    model, tokenizer = load_transformers(str(tiny_model))
+    sequential = [
+        run_episode(
+            t, small_corpus, TransformersPolicy(str(tiny_model), max_new_tokens=24), max_turns=4, backend="bwrap"
+        )
+        for t in tasks
+    ]
+    generator = TransformersGenerator(model, tokenizer, max_new_tokens=24)
+    run = run_lockstep([partial(run_episode, t, small_corpus, max_turns=4, backend="bwrap") for t in tasks], generator)
+    assert [_comparable(t) for t in run.trajectories] == [_comparable(t) for t in sequential]
+    # every turn went out as one batch of the episodes still running
+    assert run.batch_sizes[0] == len(tasks)
+    assert sum(run.batch_sizes) == sum(1 for t in sequential for m in t.messages if m["role"] == "assistant")
+    assert all(p.generated and p.generated[0]["token_ids"] for p in run.policies)
+
+
+def test_a_generator_failure_crashes_the_episodes_instead_of_hanging(small_corpus):
+    class Broken:
+        name = "broken"
+
+        def generate(self, conversations, tools):
+            raise RuntimeError("CUDA out of memory")
+
+    tasks = load_tasks(small_corpus)[:3]
+    run = run_lockstep([partial(run_episode, t, small_corpus, backend="local") for t in tasks], Broken())
+    assert [t.termination for t in run.trajectories] == ["crash"] * 3
+    assert all("CUDA out of memory" in t.error for t in run.trajectories)
