@@ -103,6 +103,7 @@ def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
     command = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out),
                "--quiet", "--no-llm"]  # fmt: skip
     proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
     def episodes_done() -> int:
         return sum(len(part.read_text().splitlines()) for part in out.glob("cells/*.part"))
 

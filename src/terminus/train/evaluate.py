@@ -36,10 +36,7 @@ def held_out(
     from terminus.models.local import TransformersPolicy
 
     policy = TransformersPolicy(model, max_new_tokens=max_new_tokens)  # loaded once, shared by the episodes
-    jobs = [
-        (tid, partial(_episode, t, tasks_file, policy, max_turns, backend))
-        for tid, t in sorted(tasks.items())
-    ]
+    jobs = [(tid, partial(_episode, t, tasks_file, policy, max_turns, backend)) for tid, t in sorted(tasks.items())]
     records = run_jobs(jobs, out, concurrency, show_progress=True, label=f"held-out ({Path(model).name})")
     answered, recalls = [], []
     for r in records:

@@ -1,0 +1,91 @@
+"""The paper scale's paths on this machine: the config's sandbox reaches every stage, and docker runs ordinary
+tasks (the paper config's backend) with the default image, whose prompt names the workspace as the command sees it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from terminus.collect.runner import run_episode
+from terminus.config import load_config
+from terminus.judge.facts import check, observations_of
+from terminus.models import make_policy
+from terminus.tasks.build import build_corpus
+from terminus.tasks.record import load_tasks
+
+ROOT = Path(__file__).resolve().parents[1]
+TERMINUS = str(Path(sys.executable).parent / "terminus")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("paper-scale")
+    raw = {"run": "t", "sandbox": "local",
+           "tasks": {"synthetic": {"languages": ["python"], "repos_per_language": 3, "variants": ["fail"]},
+                     "registry": {"enabled": False}, "splits": {"train": 1.0, "val": 0.0, "test": 0.0}},
+           "collect": {"concurrency": 1}}  # fmt: skip
+    (root / "config.yaml").write_text(yaml.safe_dump(raw))
+    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
+    return root / "tasks.jsonl"
+
+
+def test_collect_runs_in_the_configs_sandbox_and_records_it(corpus, tmp_path):
+    config = corpus.parent / "config.yaml"
+    out = tmp_path / "trajectories.jsonl"
+    done = subprocess.run([TERMINUS, "collect", "--tasks", str(corpus), "--out", str(out), "--splits", "train",
+                           "--config", str(config), "--quiet"], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records and {r["backend"] for r in records} == {"local"}
+    # the local backend's commands see the host path, and the prompt says so
+    assert all("/workspace\n" not in r["messages"][0]["content"] for r in records)
+
+
+def test_the_collect_rule_passes_the_configs_sandbox_and_concurrency():
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile", "configs/paper.yaml",
+                           "--executor", "slurm", "--jobs", "20", "collect"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    text = done.stdout + done.stderr
+    assert done.returncode == 0, text[-2000:]
+    command = next(line for line in text.splitlines() if "terminus collect" in line)
+    assert "--concurrency 32" in command and "configs/paper.yaml --quiet" in command
+
+
+@pytest.fixture(scope="module")
+def node_corpus(tmp_path_factory) -> Path:
+    """Node projects: the registry-free image runs the host's /usr, where node lives (pytest is in pyenv here)."""
+    root = tmp_path_factory.mktemp("docker-corpus")
+    raw = {"run": "t", "tasks": {"synthetic": {"languages": ["node"], "repos_per_language": 1, "variants": ["fail"]},
+                                 "registry": {"enabled": False}}}  # fmt: skip
+    (root / "config.yaml").write_text(yaml.safe_dump(raw))
+    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
+    return root / "tasks.jsonl"
+
+
+@pytest.mark.docker
+def test_docker_runs_an_ordinary_task_end_to_end(node_corpus, docker_engine):
+    corpus = node_corpus
+    task = load_tasks(corpus)[0]
+    traj = run_episode(task, corpus, make_policy("scripted"), backend="docker",
+                       sandbox_options={"base_url": docker_engine})  # fmt: skip
+    assert traj.backend == "docker" and traj.termination == "final_answer", traj.error
+    assert "/workspace" in traj.messages[0]["content"] and str(corpus.parent) not in traj.messages[0]["content"]
+    facts = check(traj.final_answer, task.facts, task.task_type, observations_of(traj.to_dict()["messages"]))
+    assert facts.recall == 1.0 and facts.precision == 1.0
+
+
+@pytest.mark.docker
+def test_exec_with_docker_on_the_demo_project(docker_engine):
+    env = {**os.environ, "DOCKER_HOST": docker_engine}
+    done = subprocess.run([TERMINUS, "exec", "--repo", str(ROOT / "examples/demo-project"), "--query",
+                           "run the tests", "--sandbox", "docker", "--json"], capture_output=True, text=True,
+                          env=env, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["backend"] == "docker" and record["final_answer"]
