@@ -52,9 +52,14 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rollout-batching-") as tmp:
         root = Path(tmp)
-        raw = {"run": "bench", "tasks": {"synthetic": {"languages": ["python", "node"], "repos_per_language": 2,
-                                                       "variants": ["fail", "pass"]}, "registry": {"enabled": False},
-                                         "splits": {"train": 1.0, "val": 0.0, "test": 0.0}}}  # fmt: skip
+        raw = {
+            "run": "bench",
+            "tasks": {
+                "synthetic": {"languages": ["python", "node"], "repos_per_language": 2, "variants": ["fail", "pass"]},
+                "registry": {"enabled": False},
+                "splits": {"train": 1.0, "val": 0.0, "test": 0.0},
+            },
+        }
         (root / "config.yaml").write_text(yaml.safe_dump(raw))
         build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
         tasks_file = root / "tasks.jsonl"
@@ -94,7 +99,7 @@ def main() -> None:
             "max_turns": args.max_turns,
             "sandbox": backend,
             "device": "cpu (2 cores)",
-        },  # fmt: skip
+        },
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n")

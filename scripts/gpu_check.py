@@ -36,10 +36,18 @@ def corpus(root: Path, repos: int) -> Path:
     from terminus.config import load_config
     from terminus.tasks.build import build_corpus
 
-    raw = {"run": "gpu-check", "tasks": {"synthetic": {"languages": ["python", "node"], "repos_per_language": repos,
-                                                       "variants": ["fail", "pass", "broken"]},
-                                         "registry": {"enabled": False},
-                                         "splits": {"train": 1.0, "val": 0.0, "test": 0.0}}}  # fmt: skip
+    raw = {
+        "run": "gpu-check",
+        "tasks": {
+            "synthetic": {
+                "languages": ["python", "node"],
+                "repos_per_language": repos,
+                "variants": ["fail", "pass", "broken"],
+            },
+            "registry": {"enabled": False},
+            "splits": {"train": 1.0, "val": 0.0, "test": 0.0},
+        },
+    }
     (root / "config.yaml").write_text(yaml.safe_dump(raw))
     build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
     return root / "tasks.jsonl"
@@ -47,18 +55,49 @@ def corpus(root: Path, repos: int) -> Path:
 
 def grpo_argv(model: str, tasks: Path, out: Path, steps: int, sandbox: str) -> list[str]:
     """The paper recipe as is, but for the model, the tasks, the step count and what needs an endpoint."""
-    return ["--config", str(RECIPE), "--model_name_or_path", model, "--tasks_file", str(tasks), "--output_dir", str(out),
-            "--max_steps", str(steps), "--use_llm_judge", "false", "--experiment_config", "configs/config.yaml",
-            "--report_to", "none", "--save_strategy", "no", "--sandbox", sandbox]  # fmt: skip
+    return [
+        "--config",
+        str(RECIPE),
+        "--model_name_or_path",
+        model,
+        "--tasks_file",
+        str(tasks),
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        str(steps),
+        "--use_llm_judge",
+        "false",
+        "--experiment_config",
+        "configs/config.yaml",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--sandbox",
+        sandbox,
+    ]
 
 
 def eval_config(model: str, episodes: int) -> dict:
     from terminus.config import load_config
 
     config = load_config(ROOT / "configs" / "config.yaml")
-    config["eval"] |= {"benchmarks": ["execution"], "split": "train", "max_tasks": episodes, "concurrency": 16,
-                       "subagents": [{"name": "qwen3-4b-random", "policy": "vllm", "model": model,
-                                      "max_new_tokens": 1024, "max_model_len": 32768}]}  # fmt: skip
+    config["eval"] |= {
+        "benchmarks": ["execution"],
+        "split": "train",
+        "max_tasks": episodes,
+        "concurrency": 16,
+        "subagents": [
+            {
+                "name": "qwen3-4b-random",
+                "policy": "vllm",
+                "model": model,
+                "max_new_tokens": 1024,
+                "max_model_len": 32768,
+            }
+        ],
+    }
     return config
 
 
@@ -79,10 +118,17 @@ def dry_run(args) -> dict:
         import vllm  # noqa: F401  (the engine TRL and the eval cell start)
     except ImportError as err:
         raise SystemExit(f"vllm does not import: {err}") from None
-    return {"dry_run": True, "architecture": built, "recipe": str(RECIPE.relative_to(ROOT)),
-            "num_generations": training.num_generations, "max_new_tokens": script.max_new_tokens,
-            "max_turns": script.max_turns, "vllm_mode": training.vllm_mode,
-            "vllm_gpu_memory_utilization": training.vllm_gpu_memory_utilization, "eval_cells": cells}  # fmt: skip
+    return {
+        "dry_run": True,
+        "architecture": built,
+        "recipe": str(RECIPE.relative_to(ROOT)),
+        "num_generations": training.num_generations,
+        "max_new_tokens": script.max_new_tokens,
+        "max_turns": script.max_turns,
+        "vllm_mode": training.vllm_mode,
+        "vllm_gpu_memory_utilization": training.vllm_gpu_memory_utilization,
+        "eval_cells": cells,
+    }
 
 
 def sequential_tokens_per_s(model_dir: str, tasks: Path, episodes: int, max_new_tokens: int, sandbox: str) -> dict:
@@ -97,8 +143,12 @@ def sequential_tokens_per_s(model_dir: str, tasks: Path, episodes: int, max_new_
         traj = run_episode(task, tasks, policy, backend=sandbox, max_turns=3)
         tokens += traj.completion_tokens
     seconds = time.perf_counter() - start
-    return {"episodes": episodes, "tokens": tokens, "seconds": round(seconds, 1),
-            "tokens_per_s": round(tokens / seconds, 1)}  # fmt: skip
+    return {
+        "episodes": episodes,
+        "tokens": tokens,
+        "seconds": round(seconds, 1),
+        "tokens_per_s": round(tokens / seconds, 1),
+    }
 
 
 def real_run(args) -> dict:
@@ -146,11 +196,21 @@ def real_run(args) -> dict:
     config = eval_config(str(root / "model"), 16)
     task_map = {t.id: t for t in load_tasks(tasks)}
     start = time.perf_counter()
-    records = run_cell(config, tasks, root / "eval", Scorer(tasks=task_map), "replay__qwen3-4b-random__execution__0",
-                       show_progress=False)  # fmt: skip
+    records = run_cell(
+        config,
+        tasks,
+        root / "eval",
+        Scorer(tasks=task_map),
+        "replay__qwen3-4b-random__execution__0",
+        show_progress=False,
+    )
     seconds = time.perf_counter() - start
-    result["served_eval_cell"] = {"episodes": len(records), "wall_s_with_server_start": round(seconds, 1),
-                                  "episodes_per_min": round(60 * len(records) / seconds, 1), "concurrency": 16}  # fmt: skip
+    result["served_eval_cell"] = {
+        "episodes": len(records),
+        "wall_s_with_server_start": round(seconds, 1),
+        "episodes_per_min": round(60 * len(records) / seconds, 1),
+        "concurrency": 16,
+    }
     return result
 
 

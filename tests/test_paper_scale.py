@@ -26,10 +26,16 @@ TERMINUS = str(Path(sys.executable).parent / "terminus")
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("paper-scale")
-    raw = {"run": "t", "sandbox": "local",
-           "tasks": {"synthetic": {"languages": ["python"], "repos_per_language": 3, "variants": ["fail"]},
-                     "registry": {"enabled": False}, "splits": {"train": 1.0, "val": 0.0, "test": 0.0}},
-           "collect": {"concurrency": 1}}  # fmt: skip
+    raw = {
+        "run": "t",
+        "sandbox": "local",
+        "tasks": {
+            "synthetic": {"languages": ["python"], "repos_per_language": 3, "variants": ["fail"]},
+            "registry": {"enabled": False},
+            "splits": {"train": 1.0, "val": 0.0, "test": 0.0},
+        },
+        "collect": {"concurrency": 1},
+    }
     (root / "config.yaml").write_text(yaml.safe_dump(raw))
     build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
     return root / "tasks.jsonl"
@@ -38,8 +44,23 @@ def corpus(tmp_path_factory) -> Path:
 def test_collect_runs_in_the_configs_sandbox_and_records_it(corpus, tmp_path):
     config = corpus.parent / "config.yaml"
     out = tmp_path / "trajectories.jsonl"
-    done = subprocess.run([TERMINUS, "collect", "--tasks", str(corpus), "--out", str(out), "--splits", "train",
-                           "--config", str(config), "--quiet"], capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [
+            TERMINUS,
+            "collect",
+            "--tasks",
+            str(corpus),
+            "--out",
+            str(out),
+            "--splits",
+            "train",
+            "--config",
+            str(config),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert records and {r["backend"] for r in records} == {"local"}
@@ -48,9 +69,26 @@ def test_collect_runs_in_the_configs_sandbox_and_records_it(corpus, tmp_path):
 
 
 def test_the_collect_rule_passes_the_configs_sandbox_and_concurrency():
-    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile", "configs/paper.yaml",
-                           "--executor", "slurm", "--jobs", "20", "collect"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "-p",
+            "--configfile",
+            "configs/paper.yaml",
+            "--executor",
+            "slurm",
+            "--jobs",
+            "20",
+            "collect",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     text = done.stdout + done.stderr
     assert done.returncode == 0, text[-2000:]
     command = next(line for line in text.splitlines() if "terminus collect" in line)
@@ -61,8 +99,13 @@ def test_the_collect_rule_passes_the_configs_sandbox_and_concurrency():
 def node_corpus(tmp_path_factory) -> Path:
     """Node projects: the registry-free image runs the host's /usr, where node lives (pytest is in pyenv here)."""
     root = tmp_path_factory.mktemp("docker-corpus")
-    raw = {"run": "t", "tasks": {"synthetic": {"languages": ["node"], "repos_per_language": 1, "variants": ["fail"]},
-                                 "registry": {"enabled": False}}}  # fmt: skip
+    raw = {
+        "run": "t",
+        "tasks": {
+            "synthetic": {"languages": ["node"], "repos_per_language": 1, "variants": ["fail"]},
+            "registry": {"enabled": False},
+        },
+    }
     (root / "config.yaml").write_text(yaml.safe_dump(raw))
     build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
     return root / "tasks.jsonl"
@@ -72,8 +115,9 @@ def node_corpus(tmp_path_factory) -> Path:
 def test_docker_runs_an_ordinary_task_end_to_end(node_corpus, docker_engine):
     corpus = node_corpus
     task = load_tasks(corpus)[0]
-    traj = run_episode(task, corpus, make_policy("scripted"), backend="docker",
-                       sandbox_options={"base_url": docker_engine})  # fmt: skip
+    traj = run_episode(
+        task, corpus, make_policy("scripted"), backend="docker", sandbox_options={"base_url": docker_engine}
+    )
     assert traj.backend == "docker" and traj.termination == "final_answer", traj.error
     assert "/workspace" in traj.messages[0]["content"] and str(corpus.parent) not in traj.messages[0]["content"]
     facts = check(traj.final_answer, task.facts, task.task_type, observations_of(traj.to_dict()["messages"]))
@@ -83,9 +127,23 @@ def test_docker_runs_an_ordinary_task_end_to_end(node_corpus, docker_engine):
 @pytest.mark.docker
 def test_exec_with_docker_on_the_demo_project(docker_engine):
     env = {**os.environ, "DOCKER_HOST": docker_engine}
-    done = subprocess.run([TERMINUS, "exec", "--repo", str(ROOT / "examples/demo-project"), "--query",
-                           "run the tests", "--sandbox", "docker", "--json"], capture_output=True, text=True,
-                          env=env, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [
+            TERMINUS,
+            "exec",
+            "--repo",
+            str(ROOT / "examples/demo-project"),
+            "--query",
+            "run the tests",
+            "--sandbox",
+            "docker",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert record["backend"] == "docker" and record["final_answer"]

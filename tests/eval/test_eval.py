@@ -33,11 +33,18 @@ TERMINUS = str(Path(sys.executable).parent / "terminus")
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("eval")
-    raw = {"run": "evaltest", "tasks": {"synthetic": {"languages": ["python", "go"], "repos_per_language": 4,
-                                                      "variants": ["fail", "pass"]}, "registry": {"enabled": False},
-                                        "splits": {"train": 0.5, "val": 0.0, "test": 0.5}},
-           "eval": {"subagents": [{"name": "none", "policy": "none"}, {"name": "scripted", "policy": "scripted"}],
-                    "concurrency": 2}}  # fmt: skip
+    raw = {
+        "run": "evaltest",
+        "tasks": {
+            "synthetic": {"languages": ["python", "go"], "repos_per_language": 4, "variants": ["fail", "pass"]},
+            "registry": {"enabled": False},
+            "splits": {"train": 0.5, "val": 0.0, "test": 0.5},
+        },
+        "eval": {
+            "subagents": [{"name": "none", "policy": "none"}, {"name": "scripted", "policy": "scripted"}],
+            "concurrency": 2,
+        },
+    }
     (root / "config.yaml").write_text(yaml.safe_dump(raw))
     build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
     return root / "config.yaml", root / "tasks.jsonl"
@@ -54,8 +61,17 @@ def test_paired_difference_against_the_baseline():
     records = []
     for i in range(20):
         for sub, tokens in (("none", 1000 + i), ("scripted", 400 + i)):
-            records.append({"main_agent": "replay", "subagent": sub, "benchmark": "repair", "seed": 0,
-                            "task_id": f"t{i}", "main_agent_tokens": tokens, "resolved": 1.0})  # fmt: skip
+            records.append(
+                {
+                    "main_agent": "replay",
+                    "subagent": sub,
+                    "benchmark": "repair",
+                    "seed": 0,
+                    "task_id": f"t{i}",
+                    "main_agent_tokens": tokens,
+                    "resolved": 1.0,
+                }
+            )
     rows = {r["subagent"]: r for r in summarise(records, {"config_hash": "x", "git_commit": "y"})}
     assert rows["scripted"]["main_agent_tokens_diff"] == -600.0
     assert rows["scripted"]["main_agent_tokens_diff_lo"] == rows["scripted"]["main_agent_tokens_diff_hi"] == -600.0
@@ -79,8 +95,10 @@ def test_token_accounting_matches_the_tokenizers():
 def test_replay_is_deterministic_and_counts_every_turn(corpus):
     _, tasks_file = corpus
     task = next(t for t in load_tasks(tasks_file) if t.meta.get("fix") and t.task_type == "test-execution")
-    runs = [run_main_agent(ReplayMainAgent(), task, tasks_file, subagent_policy=make_policy("scripted"))[0]
-            for _ in range(2)]  # fmt: skip
+    runs = [
+        run_main_agent(ReplayMainAgent(), task, tasks_file, subagent_policy=make_policy("scripted"))[0]
+        for _ in range(2)
+    ]
     a, b = (r.to_dict() for r in runs)
     for run in (a, b):
         run["per_turn"] = run["per_turn"][:-1]  # drop the wall time
@@ -100,8 +118,18 @@ def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
     none = [r for r in reference if r["subagent"] == "none"]
     assert none and all(r["resolved"] == 1.0 for r in none)  # the fix is verified in a fresh sandbox
     out = tmp_path / "resumed"
-    command = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out),
-               "--quiet", "--no-llm"]  # fmt: skip
+    command = [
+        TERMINUS,
+        "eval",
+        "--config",
+        str(config_path),
+        "--tasks",
+        str(tasks_file),
+        "--out",
+        str(out),
+        "--quiet",
+        "--no-llm",
+    ]
     proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def episodes_done() -> int:
@@ -151,8 +179,9 @@ def test_each_cell_runs_alone_and_the_summary_names_missing_cells(corpus, tmp_pa
     assert one.returncode == 0, one.stderr
     cells = [p.name for p in (out / "cells").glob("*.jsonl") if not p.name.endswith(".timings.jsonl")]
     assert cells == ["replay__scripted__repair__0.jsonl"]
-    summary = subprocess.run([TERMINUS, "eval-summary", "--config", str(config_path), "--out", str(out)],
-                             capture_output=True, text=True)  # fmt: skip
+    summary = subprocess.run(
+        [TERMINUS, "eval-summary", "--config", str(config_path), "--out", str(out)], capture_output=True, text=True
+    )
     assert summary.returncode != 0 and "replay__none__repair__0" in summary.stderr
     assert summary.stderr.count("\n") == 1  # one line, no traceback
     bad = subprocess.run([*base, "--cell", "replay__nobody__repair__0"], capture_output=True, text=True)
@@ -169,9 +198,13 @@ def test_a_transformers_subagent_is_loaded_once_per_cell(corpus, tiny_model, tmp
     model = tmp_path / "model"  # a path of its own: the count is per folder, in this process
     shutil.copytree(tiny_model, model)
     config = load_config(config_path)
-    config["eval"] |= {"subagents": [{"name": "tiny", "policy": "transformers", "model": str(model),
-                                      "max_new_tokens": 8}], "max_tasks": 4, "concurrency": 2}  # fmt: skip
+    config["eval"] |= {
+        "subagents": [{"name": "tiny", "policy": "transformers", "model": str(model), "max_new_tokens": 8}],
+        "max_tasks": 4,
+        "concurrency": 2,
+    }
     tasks = {t.id: t for t in load_tasks(tasks_file)}
-    records = run_cell(config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "replay__tiny__execution__0",
-                       show_progress=False)  # fmt: skip
+    records = run_cell(
+        config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "replay__tiny__execution__0", show_progress=False
+    )
     assert len(records) == 4 and LOADS[str(model)] == 1

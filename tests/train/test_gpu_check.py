@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_gpu_check_dry_run_validates_everything_without_a_gpu():
-    done = subprocess.run([sys.executable, str(ROOT / "scripts/gpu_check.py"), "--dry-run"], capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/gpu_check.py"), "--dry-run"], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     plan = json.loads(done.stdout[done.stdout.index("{") :])
     assert plan["architecture"]["parameters"] == 4_022_468_096

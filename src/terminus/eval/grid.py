@@ -205,8 +205,12 @@ def served_subagent(spec: dict, log_dir: Path) -> Iterator:
     from terminus.models.serve import vllm_server
 
     log_dir.mkdir(parents=True, exist_ok=True)
-    with vllm_server(spec["model"], served_name=spec["name"], log=log_dir / f"vllm-{spec['name']}.log",
-                     max_model_len=spec.get("max_model_len")) as url:  # fmt: skip
+    with vllm_server(
+        spec["model"],
+        served_name=spec["name"],
+        log=log_dir / f"vllm-{spec['name']}.log",
+        max_model_len=spec.get("max_model_len"),
+    ) as url:
         yield OpenAIPolicy(spec["name"], base_url=url, max_tokens=spec.get("max_new_tokens", 256))
 
 
@@ -236,8 +240,9 @@ def run_cell(config: dict, tasks_file: Path, out_dir: Path, scorer, name: str, *
         for task in repair if bench == "repair" else execution:
             key = record_key(main["name"], sub["name"], bench, seed, task.id)
             if bench == "repair":
-                job = partial(repair_episode, task, tasks_file, main, sub, seed, backend, stamp, eval_cfg["tokenizer"],
-                              policy)  # fmt: skip
+                job = partial(
+                    repair_episode, task, tasks_file, main, sub, seed, backend, stamp, eval_cfg["tokenizer"], policy
+                )
             else:
                 job = partial(execution_episode, task, tasks_file, main, sub, seed, backend, stamp, scorer, policy)
             jobs.append((key, job))

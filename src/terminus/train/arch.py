@@ -83,5 +83,10 @@ def build_reference_model(out: Path | None, device: str = "meta", spec_path: Pat
         tokenizer.save_pretrained(out)
         GenerationConfig(eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id).save_pretrained(out)
         log.info("Qwen3-4B architecture, random weights, written to %s", out)
-    return {"parameters": params, "vocab": len(tokenizer), "eos_token_id": tokenizer.eos_token_id,
-            "pad_token_id": tokenizer.pad_token_id, "tool_call_id": tokenizer.convert_tokens_to_ids("<tool_call>")}  # fmt: skip
+    return {
+        "parameters": params,
+        "vocab": len(tokenizer),
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        "tool_call_id": tokenizer.convert_tokens_to_ids("<tool_call>"),
+    }

@@ -113,18 +113,32 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
         tokenizer = trainer.processing_class
         step = trainer.state.global_step
         episodes = [
-            partial(run_episode, tasks[prompt[-1]["task_id"]], tasks_file, backend=script_args.sandbox,
-                    max_turns=script_args.max_turns, trajectory_id=f"{prompt[-1]['task_id']}@{step}#{i}")
+            partial(
+                run_episode,
+                tasks[prompt[-1]["task_id"]],
+                tasks_file,
+                backend=script_args.sandbox,
+                max_turns=script_args.max_turns,
+                trajectory_id=f"{prompt[-1]['task_id']}@{step}#{i}",
+            )
             for i, prompt in enumerate(prompts)
-        ]  # fmt: skip
+        ]
         # vLLM holds its own copy of the weights (synced by TRL); only transformers generation needs the model itself.
-        unwrap = (contextlib.nullcontext(None) if trainer.args.use_vllm
-                  else unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator))  # fmt: skip
+        unwrap = (
+            contextlib.nullcontext(None)
+            if trainer.args.use_vllm
+            else unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator)
+        )
         with unwrap as model:
             generator = make_generator(trainer, model, tokenizer, script_args.max_new_tokens)
             run = run_lockstep(episodes, generator, name="grpo-policy")
-        out = {"prompt_ids": [], "completion_ids": [], "logprobs": [] if trainer.args.use_vllm else None,
-               "env_mask": [], "trajectory": []}  # fmt: skip
+        out = {
+            "prompt_ids": [],
+            "completion_ids": [],
+            "logprobs": [] if trainer.args.use_vllm else None,
+            "env_mask": [],
+            "trajectory": [],
+        }
         stats = {"turns": [], "timeouts": [], "format_errors": [], "final_answer": []}
         for traj, policy in zip(run.trajectories, run.policies, strict=True):
             record = traj.to_dict()
