@@ -27,23 +27,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return False
+
+
 @contextlib.contextmanager
 def vllm_server(
     model: Path | str,
     served_name: str = "local",
     log: Path | None = None,
-    max_model_len: int = 4096,
+    max_model_len: int | None = None,
     startup_s: float = 300.0,
     extra_args: list[str] | None = None,
 ) -> Iterator[str]:
-    """Yields the base URL (http://127.0.0.1:PORT/v1) once /health answers."""
+    """Yields the base URL (http://127.0.0.1:PORT/v1) once /health answers. `max_model_len` None: the model's own."""
     port = free_port()
     env = {**os.environ}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-           "--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port),
-           "--max-model-len", str(max_model_len), "--enforce-eager", "--enable-auto-tool-choice",
-           "--tool-call-parser", "hermes", *(extra_args or [])]  # fmt: skip
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)]
+    cmd += ["--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    if max_model_len:
+        cmd += ["--max-model-len", str(max_model_len)]
+    if not _cuda():  # CPU: compiling graphs costs a minute of start-up for no gain; on a GPU they pay
+        cmd += ["--enforce-eager"]
+    cmd += extra_args or []
     log = Path(log) if log else Path(os.environ.get("TMPDIR", "/tmp")) / f"vllm-server-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
