@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -27,28 +27,59 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def check_port_free(port: int) -> None:
+    """A clear error now rather than a vLLM start-up that dies on `bind` minutes later."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as err:
+            raise ServeError(
+                f"port {port} on 127.0.0.1 is taken ({err.strerror}); choose another with --port"
+            ) from None
+
+
 @contextlib.contextmanager
 def vllm_server(
     model: Path | str,
     served_name: str = "local",
     log: Path | None = None,
-    max_model_len: int = 4096,
+    max_model_len: int | None = 4096,
     startup_s: float = 300.0,
     extra_args: list[str] | None = None,
+    *,
+    port: int | None = None,
+    chat_template: Path | None = None,
+    enforce_eager: bool = True,
+    on_start: Callable[[subprocess.Popen], None] | None = None,
 ) -> Iterator[str]:
-    """Yields the base URL (http://127.0.0.1:PORT/v1) once /health answers."""
-    port = free_port()
+    """Yields the base URL (http://127.0.0.1:PORT/v1) once /health answers.
+
+    `port` None takes a free one; `max_model_len` None and `chat_template` None leave the model's own;
+    `on_start` gets the server process as soon as it is spawned (its PID is also its process group's).
+    """
+    if port is None:
+        port = free_port()
+    else:
+        check_port_free(port)
     env = {**os.environ}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
            "--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port),
-           "--max-model-len", str(max_model_len), "--enforce-eager", "--enable-auto-tool-choice",
-           "--tool-call-parser", "hermes", *(extra_args or [])]  # fmt: skip
+           "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]  # fmt: skip
+    if max_model_len is not None:
+        cmd += ["--max-model-len", str(max_model_len)]
+    if chat_template is not None:
+        cmd += ["--chat-template", str(chat_template)]
+    if enforce_eager:
+        cmd.append("--enforce-eager")
+    cmd += extra_args or []
     log = Path(log) if log else Path(os.environ.get("TMPDIR", "/tmp")) / f"vllm-server-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
+        if on_start is not None:
+            on_start(proc)
         deadline = time.monotonic() + startup_s
         while True:
             if proc.poll() is not None:
