@@ -54,6 +54,7 @@ def mcp_command(
     sandbox: str = typer.Option(
         None, envvar=_env("SANDBOX"), help=f"{' | '.join(BACKENDS)} (default: bwrap where installed)."
     ),
+    image: str = typer.Option(None, envvar=_env("IMAGE"), help="Image for --sandbox docker or apptainer."),
     max_turns: int = typer.Option(10, min=2, envvar=_env("MAX_TURNS"), help="Turn limit per call."),
     request_timeout: float = typer.Option(
         120.0, min=1.0, envvar=_env("REQUEST_TIMEOUT"), help="Seconds to wait for one model reply (openai)."
@@ -87,7 +88,7 @@ def mcp_command(
     from terminus.models.openai_compat import MissingKeyError, PolicyError
 
     settings = ServerSettings(repo=repo.expanduser().resolve(), policy=policy, model=model, base_url=base_url,
-                              api_key_env=api_key_env, sandbox=sandbox, max_turns=max_turns,
+                              api_key_env=api_key_env, sandbox=sandbox, image=image, max_turns=max_turns,
                               request_timeout=request_timeout,
                               trajectories=trajectories.expanduser().resolve() if trajectories else None)  # fmt: skip
     try:

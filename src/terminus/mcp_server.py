@@ -64,6 +64,8 @@ class ServerSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     sandbox: str | None = None
+    image: str | None = None
+    """Image for the docker and apptainer sandboxes."""
     max_turns: int = 10
     request_timeout: float = 120.0
     """Seconds to wait for one model reply (openai policy)."""
@@ -110,6 +112,18 @@ class _Call:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
+def sandbox_options(backend: str, image: str | None) -> dict:
+    """docker and apptainer run an image; the registry-free host image also borrows the host's /usr."""
+    if backend not in ("docker", "apptainer"):
+        return {}
+    if not image:
+        raise ValueError(f"the {backend} sandbox needs --image (for docker e.g. terminus-sandbox:host, built "
+                         "from docker/sandbox/ in the terminus repository)")  # fmt: skip
+    from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
+
+    return {"image": image, "binds": HOST_BINDS} if backend == "docker" and image == HOST_IMAGE else {"image": image}
+
+
 def new_trajectory_id() -> str:
     """Sorts by time, so a session's calls read in order in the trajectories file."""
     return f"mcp-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
@@ -127,6 +141,7 @@ class SubagentService:
         self.settings = settings
         self.policy = policy
         self.backend = settings.sandbox or default_backend()
+        self.sandbox_options = sandbox_options(self.backend, settings.image)
         self._calls: dict[str, _Call] = {}
         self._lock = threading.Lock()
 
@@ -160,7 +175,7 @@ class SubagentService:
             self._calls[call.id] = call
         try:
             try:
-                call.box = make_sandbox(self.backend, repo)
+                call.box = make_sandbox(self.backend, repo, **self.sandbox_options)
             except (SandboxError, OSError) as err:
                 return f"error: cannot start a {self.backend} sandbox over {repo}: {err}", True
             if call.cancelled.is_set():  # the server began stopping while the repository was being copied
