@@ -8,41 +8,20 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, stdio_client
 
+from mcp_client import params, terminus_argv, text_of
 from terminus.agent.parsing import parse_final_answer
 from terminus.judge.facts import check, observations_of
 from terminus.models.serve import free_port
 from terminus.tasks.synthetic import TASK_TYPES, fix_for, generate
 
 QUERY = "Run the unit tests and tell me what fails and why."
-
-
-def terminus_argv(*args: str) -> list[str]:
-    """The installed `terminus` command of this interpreter's environment (the contract names it)."""
-    script = Path(sys.executable).parent / "terminus"
-    return [str(script), *args] if script.is_file() else [sys.executable, "-m", "terminus.cli", *args]
-
-
-def server_env(**extra: str) -> dict[str, str]:
-    # The SDK starts servers with a minimal environment; PYTHONPATH keeps a source checkout importable.
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    return env | extra
-
-
-def params(*args: str, **env: str) -> StdioServerParameters:
-    argv = terminus_argv("mcp", *args)
-    return StdioServerParameters(command=argv[0], args=argv[1:], env=server_env(**env))
-
-
-def text_of(result) -> str:
-    return "\n".join(block.text for block in result.content if block.type == "text")
 
 
 def failing_project(root: Path):
