@@ -339,3 +339,39 @@ def test_a_bad_setting_is_a_one_line_error_at_start():
         )
         assert done.returncode == 2, (args, done.stderr)
         assert expected in done.stderr and done.stderr.startswith("error: "), (args, done.stderr)
+
+
+def test_a_cancelled_call_starts_no_further_command(tmp_path):
+    repo, sandboxes, marker = tmp_path / "repo", tmp_path / "sandboxes", tmp_path / "tested"
+    repo.mkdir()
+    sandboxes.mkdir()
+    # The expert builds (`make`, 4 s here), then runs `make test`, which would leave the marker.
+    (repo / "Makefile").write_text(f"all:\n\tsleep 4\n\ntest:\n\ttouch {marker}\n")
+    env = os.environ | {"TMPDIR": str(sandboxes)}
+    proc = subprocess.Popen(terminus_argv("mcp", "--repo", str(repo), "--sandbox", "local"), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)  # fmt: skip
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        raw_exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, 1)
+        raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "execution_subagent", "arguments": {"query": QUERY, "description": ""},
+                "_meta": {"progressToken": "c"}}  # fmt: skip
+        raw_exchange(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        while True:  # until the build is announced
+            message = json.loads(proc.stdout.readline())
+            if message.get("method") == "notifications/progress" and message["params"]["progress"] == 2:
+                break
+        assert message["params"]["message"].startswith("$ make")
+        raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+        started = time.monotonic()
+        replies = raw_exchange(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, 3)
+        assert time.monotonic() - started < 2.0  # answered while the build still runs
+        assert replies[-1]["result"]["tools"][0]["name"] == "execution_subagent"
+        deadline = time.monotonic() + 30
+        while any(sandboxes.glob("terminus-*")):  # the episode ends after the build, and its sandbox goes
+            assert time.monotonic() < deadline, "the cancelled episode's sandbox was never removed"
+            time.sleep(0.2)
+        assert not marker.exists(), "a command started after the call was cancelled"
+    finally:
+        proc.kill()
+        proc.wait()
