@@ -100,3 +100,5 @@ def vllm_server(
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
+        with contextlib.suppress(ProcessLookupError):  # a worker (vLLM's engine core) that outlived the server
+            os.killpg(proc.pid, 9)
