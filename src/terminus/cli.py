@@ -541,6 +541,12 @@ def case_study_command(
     typer.echo(json.dumps({k: v for k, v in study.items() if k != "with_subagent"}, indent=1))
 
 
+from terminus.hosting import mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
+
+app.command("mcp")(mcp_command)
+app.command("serve")(serve_command)
+
+
 def main() -> None:  # pragma: no cover
     sys.exit(app())
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -99,12 +100,19 @@ class FormatLimit(Exit):
 
 
 class ExecutionSubagent:
-    def __init__(self, policy: Policy, sandbox: Sandbox, config: AgentConfig | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        sandbox: Sandbox,
+        config: AgentConfig | None = None,
+        on_command: Callable[[str], None] | None = None,
+    ) -> None:
         self.policy = policy
         self.sandbox = sandbox
         self.config = config or AgentConfig()
         self.prompts = Prompts(self.config.prompts)
-        self.terminal = Terminal(sandbox, self.config.max_timeout_ms)
+        # on_command hears each command just before it runs (`terminus mcp` turns it into a progress notification)
+        self.terminal = Terminal(sandbox, self.config.max_timeout_ms, on_command)
 
     def run(
         self,

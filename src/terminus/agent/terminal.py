@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from terminus.sandbox import CommandResult, Sandbox
@@ -72,10 +73,16 @@ def observation(result: CommandResult) -> str:
 class Terminal:
     """Binds the tool to one sandbox for one episode."""
 
-    def __init__(self, sandbox: Sandbox, max_timeout_ms: int = 600_000) -> None:
+    def __init__(
+        self, sandbox: Sandbox, max_timeout_ms: int = 600_000, on_command: Callable[[str], None] | None = None
+    ) -> None:
         self.sandbox = sandbox
         self.max_timeout_ms = max_timeout_ms
+        # Told each valid command before it runs: a client can show what a minutes-long episode is doing.
+        self.on_command = on_command
 
     def __call__(self, arguments: object) -> tuple[TerminalCall, CommandResult]:
         call = parse_arguments(arguments, self.max_timeout_ms)
+        if self.on_command is not None:
+            self.on_command(call.command)
         return call, self.sandbox.run(call.command, call.timeout_ms / 1000)

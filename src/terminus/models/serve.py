@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -36,6 +36,17 @@ def _cuda() -> bool:
         return False
 
 
+def check_port_free(port: int) -> None:
+    """A clear error now rather than a vLLM start-up that dies on `bind` minutes later."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as err:
+            raise ServeError(
+                f"port {port} on 127.0.0.1 is taken ({err.strerror}); choose another with --port"
+            ) from None
+
+
 @contextlib.contextmanager
 def vllm_server(
     model: Path | str,
@@ -44,24 +55,40 @@ def vllm_server(
     max_model_len: int | None = None,
     startup_s: float = 300.0,
     extra_args: list[str] | None = None,
+    *,
+    port: int | None = None,
+    chat_template: Path | None = None,
+    enforce_eager: bool | None = None,
+    on_start: Callable[[subprocess.Popen], None] | None = None,
 ) -> Iterator[str]:
-    """Yields the base URL (http://127.0.0.1:PORT/v1) once /health answers. `max_model_len` None: the model's own."""
-    port = free_port()
+    """Yields the base URL (http://127.0.0.1:PORT/v1) once /health answers.
+
+    `port` None takes a free one; `max_model_len` None and `chat_template` None leave the model's own;
+    `on_start` gets the server process as soon as it is spawned (its PID is also its process group's).
+    """
+    if port is None:
+        port = free_port()
+    else:
+        check_port_free(port)
     env = {**os.environ}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)]
-    cmd += ["--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port)]
-    cmd += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
-    if max_model_len:
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+           "--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port),
+           "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]  # fmt: skip
+    if max_model_len is not None:
         cmd += ["--max-model-len", str(max_model_len)]
-    if not _cuda():  # CPU: compiling graphs costs a minute of start-up for no gain; on a GPU they pay
-        cmd += ["--enforce-eager"]
+    if chat_template is not None:
+        cmd += ["--chat-template", str(chat_template)]
+    if enforce_eager if enforce_eager is not None else not _cuda():  # CPU: graphs cost start-up and gain nothing
+        cmd.append("--enforce-eager")
     cmd += extra_args or []
     log = Path(log) if log else Path(os.environ.get("TMPDIR", "/tmp")) / f"vllm-server-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
+        if on_start is not None:
+            on_start(proc)
         deadline = time.monotonic() + startup_s
         while True:
             if proc.poll() is not None:
@@ -82,3 +109,5 @@ def vllm_server(
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
+        with contextlib.suppress(ProcessLookupError):  # a worker (vLLM's engine core) that outlived the server
+            os.killpg(proc.pid, 9)

@@ -1,0 +1,162 @@
+"""Terminus inside real coding agents: `terminus mcp` (the subagent as an MCP tool) and `terminus serve` (a
+vLLM OpenAI-compatible server for a checkpoint, with the settings the subagent needs).
+
+Only typer and the standard library are imported at the top: `terminus --help` stays fast, and the MCP SDK and
+vLLM load when their command runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import typer
+
+from terminus.sandbox import BACKENDS
+
+POLICIES = ("scripted", "openai", "transformers", "vllm")
+EXAMPLE_QUERY = "run the unit tests and tell me what fails and why"
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _env(name: str) -> str:
+    return f"TERMINUS_MCP_{name}"
+
+
+def mcp_command(
+    repo: Path = typer.Option(
+        Path("."),
+        envvar=_env("REPO"),
+        help="Repository the subagent works on (a fresh copy per call, so it sees your latest edits; your tree is "
+        "never modified).",
+    ),
+    policy: str = typer.Option("scripted", envvar=_env("POLICY"), help=" | ".join(POLICIES)),
+    model: str = typer.Option(None, envvar=_env("MODEL"), help="Served model name (openai) or hub id/folder."),
+    base_url: str = typer.Option(
+        None,
+        envvar=_env("BASE_URL"),
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (`terminus serve` prints it).",
+    ),
+    api_key_env: str = typer.Option(
+        None,
+        envvar=_env("API_KEY_ENV"),
+        help="Variable holding the endpoint's API key (default: OPENAI_API_KEY, none needed for local servers).",
+    ),
+    sandbox: str = typer.Option(
+        None, envvar=_env("SANDBOX"), help=f"{' | '.join(BACKENDS)} (default: bwrap where installed)."
+    ),
+    image: str = typer.Option(None, envvar=_env("IMAGE"), help="Image for --sandbox docker or apptainer."),
+    max_turns: int = typer.Option(10, min=2, envvar=_env("MAX_TURNS"), help="Turn limit per call."),
+    request_timeout: float = typer.Option(
+        120.0, min=1.0, envvar=_env("REQUEST_TIMEOUT"), help="Seconds to wait for one model reply (openai)."
+    ),
+    trajectories: Path = typer.Option(
+        None,
+        envvar=_env("TRAJECTORIES"),
+        help="Keep every call's trajectory in DIR/trajectories.jsonl (the record `terminus collect` writes).",
+    ),
+    http: int = typer.Option(
+        None,
+        min=1,
+        max=65535,
+        envvar=_env("HTTP"),
+        help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio.",
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", envvar=_env("VERBOSE"), help="Log at INFO level."),
+) -> None:
+    """Serve the Execution Subagent to coding agents over MCP (stdio by default) as the tool `execution_subagent`.
+
+    Every flag can also be set through the environment variable TERMINUS_MCP_<FLAG> (e.g. TERMINUS_MCP_POLICY),
+    for clients that only pass an environment. Logs go to stderr; stdout carries the protocol.
+    """
+    if policy not in POLICIES:
+        _fail(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    if sandbox and sandbox not in BACKENDS:
+        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
+                        format="terminus mcp %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    from terminus.mcp_server import ServerSettings, serve
+    from terminus.models.openai_compat import MissingKeyError, PolicyError
+
+    settings = ServerSettings(repo=repo.expanduser().resolve(), policy=policy, model=model, base_url=base_url,
+                              api_key_env=api_key_env, sandbox=sandbox, image=image, max_turns=max_turns,
+                              request_timeout=request_timeout,
+                              trajectories=trajectories.expanduser().resolve() if trajectories else None)  # fmt: skip
+    try:
+        serve(settings, http_port=http)
+    except (ValueError, PolicyError, MissingKeyError, OSError) as err:
+        _fail(str(err))
+
+
+def use_lines(served_name: str, url: str) -> list[str]:
+    """The exact commands that use a served model: the MCP server for a coding agent, and one direct episode."""
+    endpoint = ["--policy", "openai", "--model", served_name, "--base-url", url]
+    return [
+        shlex.join(["terminus", "mcp", *endpoint]),
+        shlex.join(["terminus", "exec", "--repo", ".", "--query", EXAMPLE_QUERY, *endpoint]),
+    ]
+
+
+def serve_command(
+    model: str = typer.Argument(..., help="Model folder (e.g. results/<run>/export) or hub id (e.g. Qwen/Qwen3-4B)."),
+    port: int = typer.Option(8000, min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),
+    served_name: str = typer.Option(None, help="Name clients ask for (default: the hub id, or 'terminus')."),
+    max_model_len: int = typer.Option(None, min=256, help="Context length (default: the model's own)."),
+    chat_template: Path = typer.Option(
+        None, help="Jinja chat template (default: the model's own, which `terminus export` writes from training)."
+    ),
+    startup_timeout: float = typer.Option(900.0, min=10.0, help="Seconds to wait for the server to be healthy."),
+    log: Path = typer.Option(None, help="vLLM's log file (default: $TMPDIR/vllm-server-PORT.log)."),
+) -> None:
+    """Serve a checkpoint with vLLM's OpenAI-compatible server (hermes tool parser), print how to use it, and
+    stop it on Ctrl-C."""
+    from terminus.models.serve import ServeError, free_port, vllm_server
+
+    folder = Path(model).expanduser()
+    local = folder.exists()
+    looks_local = model.startswith((".", "/", "~")) or model.count("/") != 1 or Path(model.split("/")[0]).is_dir()
+    if not local and looks_local:
+        _fail(f"model {model} is neither a folder nor a hub id (owner/name); give `results/<run>/export` "
+              "(written by `terminus export`) or e.g. Qwen/Qwen3-4B")  # fmt: skip
+    if local and not (folder / "config.json").is_file():
+        _fail(f"{folder} has no config.json: it is not a model folder (`terminus export` writes one)")
+    if chat_template is not None and not chat_template.is_file():
+        _fail(f"--chat-template {chat_template} does not exist")
+    name = served_name or ("terminus" if local else model)
+    port = port or free_port()
+    log = log or Path(tempfile.gettempdir()) / f"vllm-server-{port}.log"
+    import torch
+
+    # Ctrl-C and SIGTERM both unwind through vllm_server, which stops the server's process group by PID.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    server: dict = {}
+    try:
+        with vllm_server(str(folder.resolve()) if local else model, served_name=name, log=log,
+                         max_model_len=max_model_len, startup_s=startup_timeout, port=port,
+                         chat_template=chat_template.resolve() if chat_template else None,
+                         enforce_eager=not torch.cuda.is_available(),  # CUDA graphs where there is CUDA
+                         on_start=lambda proc: server.update(proc=proc)) as url:  # fmt: skip
+            proc = server["proc"]
+            typer.echo(f"vLLM (pid {proc.pid}) serves {model} as {name!r} at {url} (log: {log})")
+            typer.echo("Use it from a coding agent (MCP) or directly:")
+            for line in use_lines(name, url):
+                typer.echo(f"  {line}")
+            typer.echo("Ctrl-C stops the server.", nl=True)
+            sys.stdout.flush()
+            while proc.poll() is None:
+                time.sleep(1)
+            _fail(f"the vLLM server exited with {proc.returncode}; see its log {log}")
+    except KeyboardInterrupt:
+        pid = server["proc"].pid if "proc" in server else None
+        typer.echo(f"stopped the vLLM server (pid {pid})" if pid else "stopped before the server started")
+    except ServeError as err:
+        _fail(str(err))

@@ -1,0 +1,286 @@
+"""`terminus mcp`: the Execution Subagent as a tool that coding agents call over the Model Context Protocol.
+
+Claude Code, Codex CLI, VS Code and other MCP clients start this server and get one tool,
+`execution_subagent(query, description)`, VS Code's own contract. Each call copies the repository as it is at
+that moment (the main agent's edits included) into a fresh sandbox and runs one episode in a worker thread, so
+calls run side by side and the server keeps answering. Each command the subagent runs is announced as a
+progress notification; the final answer (Command/Summary pairs, then notes) comes back as text. Whatever goes
+wrong in a call (no query, no repository, no sandbox, no endpoint) comes back as the result's error content,
+and the server stays up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
+from terminus.agent.trajectory import Trajectory
+from terminus.collect.runner import split_timings
+from terminus.io import append_jsonl
+from terminus.sandbox import Sandbox, SandboxError, default_backend, make_sandbox
+
+log = logging.getLogger(__name__)
+
+TOOL_NAME = "execution_subagent"
+TOOL_DESCRIPTION = (
+    "Delegate terminal work (building, running tests, reproducing and diagnosing failures, checking "
+    "dependencies) to an execution subagent. It runs the commands itself, in a sandbox over a copy of the "
+    "repository as it is now, and returns one short Command/Summary pair per command (counts, failing tests, "
+    "the first error with file:line, the likely fix) instead of the logs."
+)
+QUERY_HELP = "What to run and what you want to know, e.g. 'run the unit tests and tell me what fails and why'."
+DESCRIPTION_HELP = "A few words on the task and any context the subagent should know; may be empty."
+INSTRUCTIONS = (
+    "Use execution_subagent to build, run tests or diagnose failures: it keeps verbose output out of your "
+    "context. It never changes your files; it works on a copy."
+)
+PROGRESS_CHARS = 200  # a progress line names the command; a generated one-liner can run to kilobytes
+
+
+@dataclass
+class ServerSettings:
+    """What `terminus mcp` is started with (flags, or TERMINUS_MCP_* environment variables)."""
+
+    repo: Path
+    policy: str = "scripted"
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    sandbox: str | None = None
+    image: str | None = None
+    """Image for the docker and apptainer sandboxes."""
+    max_turns: int = 10
+    request_timeout: float = 120.0
+    """Seconds to wait for one model reply (openai policy)."""
+    trajectories: Path | None = None
+    """Folder for `trajectories.jsonl` (collect's record) and its `.timings.jsonl` sidecar; None: not kept."""
+
+
+class EpisodeCancelled(RuntimeError):
+    """The client cancelled the call or the server is stopping: no further command is started."""
+
+
+class _OneAtATime:
+    """An in-process model (transformers, vLLM engine) is not safe to call from two threads at once."""
+
+    def __init__(self, policy) -> None:
+        self.policy, self.name, self.lock = policy, policy.name, threading.Lock()
+
+    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+        with self.lock:
+            return self.policy.respond(messages, tools)
+
+
+def make_server_policy(settings: ServerSettings):
+    """The policy every call shares. Raises ValueError, PolicyError or MissingKeyError on a bad setting."""
+    from terminus.models import make_policy
+    from terminus.models.openai_compat import api_key_from_env
+
+    options: dict = {}
+    if settings.policy == "openai":
+        options["timeout_s"] = settings.request_timeout
+        key = api_key_from_env(settings.api_key_env, "--api-key-env")
+        if key:
+            options["api_key"] = key
+    policy = make_policy(settings.policy, model=settings.model, base_url=settings.base_url, **options)
+    return _OneAtATime(policy) if settings.policy in ("transformers", "vllm") else policy
+
+
+@dataclass
+class _Call:
+    """One tool call in flight: its sandbox, once made, and whether it should stop."""
+
+    id: str
+    box: Sandbox | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+
+def sandbox_options(backend: str, image: str | None) -> dict:
+    """docker and apptainer run an image; the registry-free host image also borrows the host's /usr."""
+    if backend not in ("docker", "apptainer"):
+        return {}
+    if not image:
+        raise ValueError(f"the {backend} sandbox needs --image (for docker e.g. terminus-sandbox:host, built "
+                         "from docker/sandbox/ in the terminus repository)")  # fmt: skip
+    from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
+
+    return {"image": image, "binds": HOST_BINDS} if backend == "docker" and image == HOST_IMAGE else {"image": image}
+
+
+def new_trajectory_id() -> str:
+    """Sorts by time, so a session's calls read in order in the trajectories file."""
+    return f"mcp-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+
+
+def first_line(command: str) -> str:
+    line = next((part for part in command.strip().splitlines() if part.strip()), command.strip())
+    return line if len(line) <= PROGRESS_CHARS else line[: PROGRESS_CHARS - 3] + "..."
+
+
+class SubagentService:
+    """The work behind the tool, with no MCP in it: one episode per call, each in a sandbox of its own."""
+
+    def __init__(self, settings: ServerSettings, policy) -> None:
+        self.settings = settings
+        self.policy = policy
+        self.backend = settings.sandbox or default_backend()
+        self.sandbox_options = sandbox_options(self.backend, settings.image)
+        self._calls: dict[str, _Call] = {}
+        self._lock = threading.Lock()
+
+    def call(
+        self, query: str, description: str, on_command: Callable[[str], None] | None = None, call: _Call | None = None
+    ) -> tuple[str, bool]:
+        """(text for the main agent, whether it reports a failure). Blocks for the whole episode: run it in a
+        worker thread. Never raises: every failure becomes a one-line error the main agent can act on."""
+        call = call or _Call(new_trajectory_id())
+        try:
+            return self._call(query, description, on_command, call)
+        except Exception as err:  # our own bug must not take the server (and the client's other calls) down
+            log.exception("call %s failed", call.id)
+            return f"error: the subagent failed unexpectedly ({type(err).__name__}: {err}); see the server log", True
+
+    def _call(self, query: str, description: str, on_command, call: _Call) -> tuple[str, bool]:
+        if not isinstance(query, str) or not query.strip():
+            return "error: the query is empty; say what to run and what you want to know (e.g. 'run the tests')", True
+        repo = self.settings.repo
+        if not repo.is_dir():
+            return (f"error: the repository {repo} does not exist or is not a folder; start the server with "
+                    "--repo DIR (or TERMINUS_MCP_REPO) naming the project to work on"), True  # fmt: skip
+
+        def announce(command: str) -> None:
+            if call.cancelled.is_set():
+                raise EpisodeCancelled("the call was cancelled before this command started")
+            if on_command is not None:
+                on_command(command)
+
+        with self._lock:
+            self._calls[call.id] = call
+        try:
+            try:
+                call.box = make_sandbox(self.backend, repo, **self.sandbox_options)
+            except (SandboxError, OSError) as err:
+                return f"error: cannot start a {self.backend} sandbox over {repo}: {err}", True
+            if call.cancelled.is_set():  # the server began stopping while the repository was being copied
+                return "error: the call was cancelled", True
+            agent = ExecutionSubagent(self.policy, call.box, AgentConfig(max_turns=self.settings.max_turns), announce)
+            traj = agent.run(query, description, trajectory_id=call.id)
+        finally:
+            with self._lock:
+                self._calls.pop(call.id, None)
+            if call.box is not None:
+                call.box.close()
+        self._keep(traj)
+        if traj.termination == "crash":
+            return crash_text(traj), True
+        return answer_text(traj), False
+
+    def _keep(self, traj: Trajectory) -> None:
+        """Append the trajectory in collect's record (timings in the sidecar), so sessions can feed the corpus."""
+        folder = self.settings.trajectories
+        if folder is None:
+            return
+        record, timing = split_timings(traj.to_dict())
+        try:
+            append_jsonl(folder / "trajectories.jsonl", record)
+            append_jsonl(folder / "trajectories.timings.jsonl", timing)
+        except OSError as err:  # the answer is still good; losing the record is the lesser harm
+            log.error("could not save trajectory %s under %s: %s", traj.id, folder, err)
+
+    def stop_all(self) -> None:
+        """Stop every episode in flight: no new commands, and the running ones killed with their sandboxes."""
+        with self._lock:
+            calls = list(self._calls.values())
+        for call in calls:
+            call.cancelled.set()
+            if call.box is not None:
+                with contextlib.suppress(Exception):
+                    call.box.close()
+
+
+def crash_text(traj: Trajectory) -> str:
+    """A failed episode, for the main agent: why, and what had run before it stopped."""
+    lines = [f"error: the subagent stopped before its answer: {traj.error}"]
+    if traj.turns:
+        lines.append("Commands it ran before stopping (exit codes):")
+        lines += [f"- {first_line(t.command)} ({t.exit_code})" for t in traj.turns]
+    return "\n".join(lines)
+
+
+def _progress(ctx: Context) -> Callable[[str], None]:
+    """A hook for the worker thread: each command becomes a progress notification `$ <first line>`."""
+    count = 0
+
+    def on_command(command: str) -> None:
+        nonlocal count
+        count += 1
+        try:
+            anyio.from_thread.run(ctx.report_progress, count, None, f"$ {first_line(command)}")
+        except Exception as err:  # a client that went away must not end the episode
+            log.warning("progress notification not sent: %s", err)
+
+    return on_command
+
+
+def build_server(service: SubagentService) -> MCPServer:
+    server = MCPServer("terminus", instructions=INSTRUCTIONS)
+
+    async def execution_subagent(
+        query: Annotated[str, Field(description=QUERY_HELP)],
+        description: Annotated[str, Field(description=DESCRIPTION_HELP)],
+        ctx: Context,
+    ) -> CallToolResult:
+        call = _Call(new_trajectory_id())
+        try:
+            # abandon_on_cancel: a cancelled call returns at once; its episode starts no further command.
+            text, failed = await anyio.to_thread.run_sync(
+                service.call, query, description, _progress(ctx), call, abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            call.cancelled.set()
+            raise
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=failed)
+
+    server.add_tool(execution_subagent, name=TOOL_NAME, description=TOOL_DESCRIPTION, structured_output=False)
+    return server
+
+
+def serve(settings: ServerSettings, http_port: int | None = None) -> None:
+    """Serve until the client closes stdin, or a SIGTERM/SIGINT; then stop what is still running."""
+    service = SubagentService(settings, make_server_policy(settings))
+    server = build_server(service)
+    if not settings.repo.is_dir():
+        log.warning("the repository %s does not exist; every call will say so until it does", settings.repo)
+
+    def stop(signum, frame) -> None:
+        # Kill the commands and remove the sandboxes, then leave at once: a graceful exit would wait for the
+        # thread that reads stdin, which returns only when the client writes or closes it.
+        service.stop_all()
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, stop)
+    try:
+        if http_port is None:
+            server.run("stdio")
+        else:
+            server.run("streamable-http", host="127.0.0.1", port=http_port)
+    finally:
+        service.stop_all()

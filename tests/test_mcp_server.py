@@ -1,0 +1,377 @@
+"""`terminus mcp` as coding agents use it: a real subprocess over stdio (and HTTP), driven by the MCP SDK's own
+client and by hand-written JSON-RPC lines, with the scripted expert working in real sandboxes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession, stdio_client
+
+from mcp_client import params, terminus_argv, text_of
+from terminus.agent.parsing import parse_final_answer
+from terminus.judge.facts import check, observations_of
+from terminus.models.serve import free_port
+from terminus.tasks.synthetic import TASK_TYPES, fix_for, generate
+
+QUERY = "Run the unit tests and tell me what fails and why."
+
+
+def failing_project(root: Path):
+    project = generate("python", "billing", "fail", index=0, seed=1)
+    project.write(root)
+    return project
+
+
+def test_sdk_client_lists_the_tool_and_gets_the_true_facts_with_progress(tmp_path):
+    project = failing_project(tmp_path / "repo")
+    kept = tmp_path / "kept"
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    async def session():
+        args = ("--repo", str(tmp_path / "repo"), "--policy", "scripted", "--trajectories", str(kept))
+        async with stdio_client(params(*args)) as (read, write), ClientSession(read, write) as client:
+            init = await client.initialize()
+            tools = (await client.list_tools()).tools
+            result = await client.call_tool(
+                "execution_subagent", {"query": QUERY, "description": "billing tests"}, progress_callback=on_progress
+            )
+            return init, tools, result
+
+    init, tools, result = anyio.run(session)
+    assert init.server_info.name == "terminus"
+    assert [t.name for t in tools] == ["execution_subagent"]
+    schema = tools[0].input_schema
+    assert sorted(schema["required"]) == ["description", "query"]
+    assert {schema["properties"][k]["type"] for k in ("query", "description")} == {"string"}
+
+    assert not result.is_error, text_of(result)
+    answer = text_of(result)
+    facts = project.facts
+    assert facts["tests"]["failing"] == ["tests/test_billing.py::test_apply_discount_typical"]
+    assert "tests/test_billing.py::test_apply_discount_typical" in answer
+    assert "1 failed, 8 passed" in answer
+
+    # The record is collect's, and the answer states every fact the checker knows, as seen in real output.
+    records = [json.loads(line) for line in (kept / "trajectories.jsonl").read_text().splitlines()]
+    assert len(records) == 1 and records[0]["schema"] == "terminus.trajectory/1"
+    record = records[0]
+    assert record["termination"] == "final_answer" and record["description"] == "billing tests"
+    assert parse_final_answer(answer) == record["final_answer"]
+    for task_type in TASK_TYPES["fail"]:
+        verdict = check(record["final_answer"], facts, task_type, observations_of(record["messages"]))
+        assert verdict.recall == 1.0 and not verdict.hallucinated, (task_type, verdict)
+    timings = [json.loads(line) for line in (kept / "trajectories.timings.jsonl").read_text().splitlines()]
+    assert timings[0]["id"] == record["id"] and len(timings[0]["durations_s"]) == len(record["turns"])
+
+    # One notification per command run, numbered, naming the command's first line.
+    assert [value for value, _ in progress] == list(range(1, len(record["turns"]) + 1))
+    assert [message for _, message in progress] == [f"$ {t['command'].splitlines()[0]}" for t in record["turns"]]
+
+
+def test_each_call_sees_the_repository_as_it_is_now(tmp_path):
+    repo = tmp_path / "repo"
+    project = failing_project(repo)
+    fix = fix_for(project)
+
+    async def session():
+        async with stdio_client(params("--repo", str(repo))) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            before = await client.call_tool("execution_subagent", {"query": QUERY, "description": ""})
+            target = repo / fix["file"]  # the main agent repairs the bug between the two calls
+            target.write_text(target.read_text().replace(fix["old"], fix["new"], 1))
+            after = await client.call_tool("execution_subagent", {"query": QUERY, "description": "after my fix"})
+            return text_of(before), text_of(after)
+
+    before, after = anyio.run(session)
+    assert "1 failed, 8 passed" in before
+    assert "9 passed" in after and "failed" not in after.split("Command: python3 -m pytest", 1)[1]
+
+
+def test_bad_inputs_come_back_as_error_content_and_the_server_stays_up(tmp_path):
+    repo = tmp_path / "repo"
+    failing_project(repo)
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    quick = ["--max-turns", "3", "--request-timeout", "5"]
+
+    async def session():
+        results = {}
+        async with stdio_client(params("--repo", str(repo))) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            results["empty query"] = await client.call_tool("execution_subagent", {"query": "  ", "description": ""})
+            repo.rename(tmp_path / "moved")  # the repository disappears while the server runs
+            results["missing repository"] = await client.call_tool(
+                "execution_subagent", {"query": QUERY, "description": ""}
+            )
+            (tmp_path / "moved").rename(repo)
+            results["after"] = await client.call_tool("execution_subagent", {"query": QUERY, "description": ""})
+        args = ("--repo", str(repo), "--policy", "openai", "--model", "m", "--base-url", dead, *quick)
+        async with stdio_client(params(*args)) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            results["endpoint down"] = await client.call_tool(
+                "execution_subagent", {"query": QUERY, "description": ""}
+            )
+            results["listed after"] = [t.name for t in (await client.list_tools()).tools]
+        args = ("--repo", str(repo), "--sandbox", "docker", "--image", "terminus-sandbox:host")
+        env = {"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}  # a Docker engine that is not there
+        async with stdio_client(params(*args, **env)) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            results["sandbox fails"] = await client.call_tool(
+                "execution_subagent", {"query": QUERY, "description": ""}
+            )
+        return results
+
+    results = anyio.run(session)
+    empty = results["empty query"]
+    assert empty.is_error and "the query is empty" in text_of(empty)
+    missing = results["missing repository"]
+    assert missing.is_error and f"the repository {repo} does not exist" in text_of(missing)
+    assert not results["after"].is_error and "1 failed, 8 passed" in text_of(results["after"])
+    down = results["endpoint down"]
+    assert down.is_error and "unreachable" in text_of(down) and dead in text_of(down), text_of(down)
+    assert results["listed after"] == ["execution_subagent"]
+    box = results["sandbox fails"]
+    assert box.is_error and "cannot start a docker sandbox" in text_of(box) and "Docker engine" in text_of(box)
+
+
+ISOLATION_TEST = """\
+import pathlib
+import time
+
+
+def test_workspace_is_mine():
+    claim = pathlib.Path(__file__).parent / "claimed"
+    assert not claim.exists(), "another episode works in this folder"
+    claim.write_text("x")
+    time.sleep(3)  # both calls are in here at the same time
+"""
+
+
+def test_concurrent_calls_get_separate_workspaces(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text('[project]\nname = "iso"\nversion = "0"\n')
+    (repo / "tests" / "test_iso.py").write_text(ISOLATION_TEST)
+    events: list[tuple[str, str, float]] = []
+
+    async def one(client: ClientSession, name: str) -> str:
+        async def on_progress(value, total, message) -> None:
+            events.append((name, message or "", time.monotonic()))
+
+        result = await client.call_tool(
+            "execution_subagent", {"query": QUERY, "description": name}, progress_callback=on_progress
+        )
+        events.append((name, "done", time.monotonic()))
+        return text_of(result)
+
+    async def session():
+        answers = {}
+        args = ("--repo", str(repo), "--sandbox", "local")
+        async with stdio_client(params(*args)) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+
+            async def run(name):
+                answers[name] = await one(client, name)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(run, "a")
+                group.start_soon(run, "b")
+                await anyio.sleep(1.5)  # both episodes are running their tests: the server still answers
+                started = time.monotonic()
+                await client.list_tools()
+                answers["list_s"] = time.monotonic() - started
+        return answers
+
+    answers = anyio.run(session)
+    for name in ("a", "b"):
+        assert "1 passed" in answers[name] and "failed" not in answers[name], answers[name]
+    assert answers["list_s"] < 1.0
+    pytest_started = {name: t for name, message, t in events if "pytest" in message}
+    done = {name: t for name, message, t in events if message == "done"}
+    assert max(pytest_started.values()) < min(done.values()), "the two calls did not overlap"
+    assert not (repo / "tests" / "claimed").exists()  # and the user's tree was never touched
+
+
+def raw_exchange(proc: subprocess.Popen, message: dict, until_id: int | None = None) -> list[dict]:
+    proc.stdin.write(json.dumps(message) + "\n")
+    proc.stdin.flush()
+    received = []
+    while until_id is not None:
+        line = proc.stdout.readline()
+        assert line, f"the server closed stdout; stderr: {proc.stderr.read()}"
+        received.append(json.loads(line))
+        if received[-1].get("id") == until_id:
+            break
+    return received
+
+
+def test_contract_newline_delimited_json_rpc_over_stdio(tmp_path):
+    """What any client does: one JSON-RPC message per line on stdin and stdout; settings from the environment."""
+    failing_project(tmp_path / "repo")
+    env = os.environ | {"TERMINUS_MCP_REPO": str(tmp_path / "repo"), "TERMINUS_MCP_POLICY": "scripted"}
+    proc = subprocess.Popen(terminus_argv("mcp"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        [reply] = raw_exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, 1)
+        assert reply["result"]["serverInfo"]["name"] == "terminus"
+        assert reply["result"]["protocolVersion"] == "2025-06-18" and "tools" in reply["result"]["capabilities"]
+        raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        [tools] = raw_exchange(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, 2)
+        [tool] = tools["result"]["tools"]
+        assert tool["name"] == "execution_subagent" and sorted(tool["inputSchema"]["required"]) == [
+            "description",
+            "query",
+        ]
+        call = {"name": "execution_subagent", "arguments": {"query": QUERY, "description": ""},
+                "_meta": {"progressToken": "p1"}}  # fmt: skip
+        messages = raw_exchange(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}, 3)
+        *notes, result = messages
+        assert [n["method"] for n in notes] == ["notifications/progress"] * 2
+        assert notes[1]["params"] == {"progressToken": "p1", "progress": 2, "message": "$ python3 -m pytest -q 2>&1"}
+        assert result["result"]["isError"] is False
+        assert "tests/test_billing.py::test_apply_discount_typical" in result["result"]["content"][0]["text"]
+        proc.stdin.close()  # a client that goes away ends the server
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_sigterm_kills_the_running_commands_and_removes_the_sandboxes(tmp_path):
+    repo, sandboxes, pid_file = tmp_path / "repo", tmp_path / "sandboxes", tmp_path / "pid"
+    (repo / "tests").mkdir(parents=True)
+    sandboxes.mkdir()
+    (repo / "pyproject.toml").write_text('[project]\nname = "slow"\nversion = "0"\n')
+    (repo / "tests" / "test_slow.py").write_text(textwrap.dedent(f"""\
+        import os, pathlib, time
+
+        def test_slow():
+            pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))
+            time.sleep(120)
+        """))  # fmt: skip
+    # Without a cgroup only the server itself can find the command (another process's sandbox start would
+    # otherwise clean up after a dead server and hide a missing stop).
+    env = os.environ | {"TMPDIR": str(sandboxes), "TERMINUS_NO_CGROUP": "1"}
+    proc = subprocess.Popen(terminus_argv("mcp", "--repo", str(repo), "--sandbox", "local"), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)  # fmt: skip
+    test_pid = None
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        raw_exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, 1)
+        raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "execution_subagent", "arguments": {"query": QUERY, "description": ""}}
+        raw_exchange(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        deadline = time.monotonic() + 60
+        while not pid_file.is_file() or not pid_file.read_text():
+            assert time.monotonic() < deadline, "the slow test never started"
+            time.sleep(0.2)
+        test_pid = int(pid_file.read_text())
+        assert any(sandboxes.glob("terminus-*")), "the sandbox is not where TMPDIR says"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{test_pid}").exists() and "Z" not in Path(f"/proc/{test_pid}/stat").read_text().split()[2]:
+            assert time.monotonic() < deadline, "the command outlived the server"
+            time.sleep(0.2)
+        assert not any(sandboxes.glob("terminus-*")), list(sandboxes.iterdir())
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if test_pid is not None:  # on a failure, leave nothing behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(test_pid, signal.SIGKILL)
+
+
+def test_streamable_http_on_localhost(tmp_path):
+    from mcp.client.streamable_http import streamable_http_client
+
+    failing_project(tmp_path / "repo")
+    port = free_port()
+    proc = subprocess.Popen(terminus_argv("mcp", "--repo", str(tmp_path / "repo"), "--http", str(port)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+    async def session():
+        async with (
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            return await client.call_tool("execution_subagent", {"query": QUERY, "description": ""})
+
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                result = anyio.run(session)
+                break
+            except Exception:
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline, "the HTTP server did not come up"
+                time.sleep(0.5)
+        assert not result.is_error and "1 failed, 8 passed" in text_of(result)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+
+
+def test_a_bad_setting_is_a_one_line_error_at_start():
+    for args, expected in [
+        (["--policy", "gpt"], "unknown policy 'gpt'"),
+        (["--policy", "openai"], "needs --model"),
+        (["--sandbox", "docker"], "needs --image"),
+        (["--sandbox", "vm"], "unknown sandbox 'vm'"),
+    ]:
+        done = subprocess.run(
+            terminus_argv("mcp", *args), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
+        assert done.returncode == 2, (args, done.stderr)
+        assert expected in done.stderr and done.stderr.startswith("error: "), (args, done.stderr)
+
+
+def test_a_cancelled_call_starts_no_further_command(tmp_path):
+    repo, sandboxes, marker = tmp_path / "repo", tmp_path / "sandboxes", tmp_path / "tested"
+    repo.mkdir()
+    sandboxes.mkdir()
+    # The expert builds (`make`, 4 s here), then runs `make test`, which would leave the marker.
+    (repo / "Makefile").write_text(f"all:\n\tsleep 4\n\ntest:\n\ttouch {marker}\n")
+    env = os.environ | {"TMPDIR": str(sandboxes)}
+    proc = subprocess.Popen(terminus_argv("mcp", "--repo", str(repo), "--sandbox", "local"), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)  # fmt: skip
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        raw_exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, 1)
+        raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "execution_subagent", "arguments": {"query": QUERY, "description": ""},
+                "_meta": {"progressToken": "c"}}  # fmt: skip
+        raw_exchange(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        while True:  # until the build is announced
+            message = json.loads(proc.stdout.readline())
+            if message.get("method") == "notifications/progress" and message["params"]["progress"] == 2:
+                break
+        assert message["params"]["message"].startswith("$ make")
+        raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+        started = time.monotonic()
+        replies = raw_exchange(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, 3)
+        assert time.monotonic() - started < 2.0  # answered while the build still runs
+        assert replies[-1]["result"]["tools"][0]["name"] == "execution_subagent"
+        deadline = time.monotonic() + 30
+        while any(sandboxes.glob("terminus-*")):  # the episode ends after the build, and its sandbox goes
+            assert time.monotonic() < deadline, "the cancelled episode's sandbox was never removed"
+            time.sleep(0.2)
+        assert not marker.exists(), "a command started after the call was cancelled"
+    finally:
+        proc.kill()
+        proc.wait()
