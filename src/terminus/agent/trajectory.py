@@ -1,4 +1,4 @@
-"""The trajectory record (schema in ../shared/ARCHITECTURE.md), written atomically after every turn."""
+"""The trajectory record (contract in docs/ARCHITECTURE.md), written atomically after every turn."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `Task` record (../shared/ARCHITECTURE.md), its JSON schema, and JSON-lines reading and writing."""
+"""The `Task` record (contract in docs/ARCHITECTURE.md), its JSON schema, and JSON-lines reading and writing."""
 
 from __future__ import annotations
 
