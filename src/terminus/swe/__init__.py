@@ -1,0 +1,1 @@
+"""Real repositories: SWE-bench-family instances as repair benchmarks, grading, and corpus tasks."""
