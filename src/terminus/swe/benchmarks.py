@@ -1,7 +1,7 @@
 """Benchmark configs (configs/benchmarks/<name>.yaml) and the repair instances they describe.
 
-    instances = load_instances("swebench-pro")                       # hub dataset and split of the config
-    instances = load_instances("swebench-verified", dataset="rows.jsonl")  # the same schema, offline
+instances = load_instances("swebench-pro")                       # hub dataset and split of the config
+instances = load_instances("swebench-verified", dataset="rows.jsonl")  # the same schema, offline
 """
 
 from __future__ import annotations
@@ -57,7 +57,9 @@ def _with_run_scripts(cfg: dict, row: dict) -> tuple[dict, tuple[str, str] | Non
     return {**cfg, "test_cmd": "bash run_script.sh {test_files_csv}", "log_parser": "pro-json"}, texts
 
 
-def instances_from_rows(rows: list[dict], cfg: dict | None = None, base_dir: Path | None = None) -> list[RepairInstance]:
+def instances_from_rows(
+    rows: list[dict], cfg: dict | None = None, base_dir: Path | None = None
+) -> list[RepairInstance]:
     instances = []
     for row in rows:
         row_cfg, scripts = _with_run_scripts(cfg or {}, row)

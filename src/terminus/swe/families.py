@@ -1,10 +1,12 @@
 """Dataset adapters: rows of each SWE-bench family, by their real field names, -> `RepairInstance`.
 
-| family | datasets | per-test expectations | environment |
-|---|---|---|---|
-| `swebench` | princeton-nlp/SWE-bench_Verified, microsoft/SWE-Sharp-Bench (one CSV) | `FAIL_TO_PASS` / `PASS_TO_PASS`, JSON strings | image + test command from the benchmark config |
-| `pro` | ScaleAI/SWE-bench_Pro | `fail_to_pass` / `pass_to_pass`, Python-repr strings; `selected_test_files_to_run`, `before_repo_set_cmd` | `jefzda/sweap-images:{dockerhub_tag}`, repository at /app |
-| `rebench-v2` | nebius/SWE-rebench-V2 | `FAIL_TO_PASS` / `PASS_TO_PASS`, lists | `image_name`; `install_config{base_image_name, install, test_cmd, log_parser}`; repository at /<name> |
+- `swebench`: princeton-nlp/SWE-bench_Verified, microsoft/SWE-Sharp-Bench (one CSV). `FAIL_TO_PASS` /
+  `PASS_TO_PASS` are JSON strings; image, test command and parser come from the benchmark config.
+- `pro`: ScaleAI/SWE-bench_Pro. Lowercase `fail_to_pass` / `pass_to_pass` and `selected_test_files_to_run` are
+  Python-repr strings; `before_repo_set_cmd` (its last line puts the tests in place); image
+  `jefzda/sweap-images:{dockerhub_tag}` with the repository at /app.
+- `rebench-v2`: nebius/SWE-rebench-V2. `FAIL_TO_PASS` / `PASS_TO_PASS` are lists; `image_name`;
+  `install_config{base_image_name, install, test_cmd, log_parser}`; the repository at /<repository name>.
 
 Rows load with HF `datasets`: a hub id and split on a cluster, or a local .jsonl/.json/.csv/.parquet file in the
 same schema. A row may also carry `repo_path` (a local git repository with `base_commit`), `test_cmd` and
@@ -45,7 +47,7 @@ def load_rows(dataset: str, split: str | None = None) -> list[dict]:
         if path.suffix in kinds:
             if not path.is_file():
                 raise DatasetError(f"dataset file {path} does not exist")
-            options = {"dtype": str, "keep_default_na": False} if path.suffix == ".csv" else {}
+            options = _csv_options(path) if path.suffix == ".csv" else {}
             rows = load_dataset(kinds[path.suffix], data_files=str(path), split="train", **options)
         else:
             rows = load_dataset(dataset, split=split or "test")
@@ -55,6 +57,17 @@ def load_rows(dataset: str, split: str | None = None) -> list[dict]:
         where = path if path.suffix in kinds else f"hub dataset {dataset} (split {split or 'test'})"
         raise DatasetError(f"cannot load {where}: {type(err).__name__}: {err}") from None
     return [dict(r) for r in rows]
+
+
+def _csv_options(path: Path) -> dict:
+    """Every CSV column as a string: type inference would turn a `version` of "0.10" into the float 0.1."""
+    import csv
+
+    from datasets import Features, Value
+
+    with path.open(newline="") as fh:
+        header = next(csv.reader(fh), [])
+    return {"features": Features({name: Value("string") for name in header}), "keep_default_na": False}
 
 
 def detect_family(row: dict) -> str:
@@ -67,7 +80,7 @@ def detect_family(row: dict) -> str:
     raise DatasetError(f"row {row.get('instance_id', '?')}: not a SWE-bench-family row (no FAIL_TO_PASS/fail_to_pass)")
 
 
-def test_list(value, field: str, instance_id: str) -> list[str]:
+def decode_tests(value, field: str, instance_id: str) -> list[str]:
     """A per-test list as published: a list, a JSON string (SWE-bench) or a Python-repr string (SWE-Bench Pro)."""
     if value is None or value == "":
         return []
@@ -84,7 +97,7 @@ def test_list(value, field: str, instance_id: str) -> list[str]:
     raise DatasetError(f"row {instance_id}: field {field} is not a list of test ids (got {str(value)[:80]!r})")
 
 
-def test_files(test_patch: str) -> list[str]:
+def directives_of(test_patch: str) -> list[str]:
     """The files a test patch touches, as SWE-bench's test directives (data files left out)."""
     return [f for f in _DIFF_FILE.findall(test_patch) if not f.endswith(NON_TEST_EXTS)]
 
@@ -105,8 +118,8 @@ def _pick(setting, repo: str, language: str):
     """A benchmark setting: a plain value, or {default, by_repo, by_language}."""
     if not isinstance(setting, dict):
         return setting
-    return setting.get("by_repo", {}).get(repo) or setting.get("by_language", {}).get(language) or setting.get(
-        "default"
+    return (
+        setting.get("by_repo", {}).get(repo) or setting.get("by_language", {}).get(language) or setting.get("default")
     )
 
 
@@ -150,18 +163,18 @@ def to_instance(row: dict, bench: dict | None = None, *, base_dir: Path | None =
             raise DatasetError(f"row {iid}: missing field {key} (is this a {family} row?)")
     repo = row["repo"]
     if family == "pro":
-        f2p = test_list(row.get("fail_to_pass"), "fail_to_pass", iid)
-        p2p = test_list(row.get("pass_to_pass"), "pass_to_pass", iid)
+        f2p = decode_tests(row.get("fail_to_pass"), "fail_to_pass", iid)
+        p2p = decode_tests(row.get("pass_to_pass"), "pass_to_pass", iid)
         language = (row.get("repo_language") or bench.get("language") or "").lower()
-        selected = test_list(row.get("selected_test_files_to_run"), "selected_test_files_to_run", iid)
+        selected = decode_tests(row.get("selected_test_files_to_run"), "selected_test_files_to_run", iid)
         setup = [(row.get("before_repo_set_cmd") or "").strip().split("\n")[-1]]  # as the official harness does
         setup = [s for s in setup if s.strip()]
     else:
-        f2p = test_list(row.get("FAIL_TO_PASS"), "FAIL_TO_PASS", iid)
-        p2p = test_list(row.get("PASS_TO_PASS"), "PASS_TO_PASS", iid)
+        f2p = decode_tests(row.get("FAIL_TO_PASS"), "FAIL_TO_PASS", iid)
+        p2p = decode_tests(row.get("PASS_TO_PASS"), "PASS_TO_PASS", iid)
         language = (row.get("language") or bench.get("language") or "").lower()
         selected, setup = [], []
-    tests = test_files(row["test_patch"])
+    tests = directives_of(row["test_patch"])
     values = _values(row, iid, repo, tests, selected)
     install = row.get("install_config") or {}
     if isinstance(install, str):
@@ -209,10 +222,16 @@ def to_instance(row: dict, bench: dict | None = None, *, base_dir: Path | None =
         test_setup=setup,
         pre_test=list(bench.get("pre_test") or []),
         build_cmd=_fill(_pick(bench.get("build_cmd"), repo, language), values) or _join(install.get("install")),
-        meta={**({"selected": ",".join(selected)} if selected else {}),
-              **{k: row[k] for k in ("version", "created_at", "difficulty", "dockerhub_tag", "issue_categories")
-              if row.get(k) not in (None, "")}},  # fmt: skip
+        meta=_meta(row, selected),
     )
+
+
+def _meta(row: dict, selected: list[str]) -> dict:
+    keys = ("version", "created_at", "difficulty", "dockerhub_tag", "issue_categories")
+    meta = {k: row[k] for k in keys if row.get(k) not in (None, "")}
+    if selected:
+        meta["selected"] = ",".join(selected)
+    return meta
 
 
 def _join(commands) -> str | None:

@@ -37,6 +37,11 @@ GIT_SAFE = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_
 LIMITS = Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env=GIT_SAFE)
 
 
+def grading_limits(**env: str) -> Limits:
+    """The grader's limits with extra environment variables (e.g. a PATH that reaches a toolchain)."""
+    return Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env={**GIT_SAFE, **env})
+
+
 class GradeError(RuntimeError):
     pass
 
@@ -125,7 +130,7 @@ def patch_files(patch: str) -> tuple[list[str], list[str]]:
     return modified, created
 
 
-def test_setup_commands(inst: RepairInstance, workdir: str) -> list[str]:
+def setup_tests_commands(inst: RepairInstance, workdir: str) -> list[str]:
     if inst.test_setup:
         return [f"cd {workdir} && {command}" for command in inst.test_setup]
     if not inst.test_patch.strip():
@@ -140,7 +145,7 @@ def test_setup_commands(inst: RepairInstance, workdir: str) -> list[str]:
     return [reset, apply_command(inst.test_patch, workdir, "terminus-test.diff")]
 
 
-def test_command(inst: RepairInstance, workdir: str) -> str:
+def tests_command(inst: RepairInstance, workdir: str) -> str:
     """The test run, its whole log into $TMPDIR (read from the host, so no output cap cuts it)."""
     out = f'"${{TMPDIR:-/tmp}}/{LOG_NAME}"'
     prelude = "".join(f"{c} ; " for c in inst.pre_test)
@@ -155,7 +160,7 @@ def test_command(inst: RepairInstance, workdir: str) -> str:
 
 
 def run_tests(box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float) -> tuple[dict[str, str], str]:
-    result = box.run(test_command(inst, workdir), timeout_s)
+    result = box.run(tests_command(inst, workdir), timeout_s)
     path = host_tmp(box) / LOG_NAME
     text = normalise(path.read_bytes()) if path.is_file() else result.output
     if result.timed_out:
@@ -180,8 +185,15 @@ def judge(inst: RepairInstance, statuses: dict[str, str]) -> GradeResult:
 
 
 def _not_run(inst: RepairInstance, error: str, applied: bool, log_text: str = "") -> GradeResult:
-    return GradeResult(inst.instance_id, resolved=False, f2p_failed=list(inst.fail_to_pass),
-                       p2p_failed=list(inst.pass_to_pass), patch_applied=applied, error=error, log=log_text)  # fmt: skip
+    return GradeResult(
+        inst.instance_id,
+        resolved=False,
+        f2p_failed=list(inst.fail_to_pass),
+        p2p_failed=list(inst.pass_to_pass),
+        patch_applied=applied,
+        error=error,
+        log=log_text,
+    )
 
 
 def grade_in_sandbox(
@@ -192,7 +204,7 @@ def grade_in_sandbox(
         applied = box.run(apply_command(patch if patch.endswith("\n") else patch + "\n", workdir), 300)
         if applied.exit_code != 0:
             return _not_run(inst, "the patch does not apply", False, applied.output)
-    for command in test_setup_commands(inst, workdir):
+    for command in setup_tests_commands(inst, workdir):
         done = box.run(command, 600)
         if done.exit_code != 0:
             return _not_run(inst, f"test setup failed: {done.output.strip()[-300:]}", True, done.output)
@@ -209,10 +221,11 @@ def grade_patch(
     *,
     options: dict | None = None,
     timeout_s: float = 1800.0,
+    limits: Limits | None = None,
 ) -> GradeResult:
     """Grade one prediction (a unified diff against `base_commit`; None or "" is the empty patch)."""
     try:
-        with instance_sandbox(inst, backend, options) as (box, workdir):
+        with instance_sandbox(inst, backend, options, limits) as (box, workdir):
             return grade_in_sandbox(box, inst, workdir, patch, timeout_s)
     except (SandboxError, GradeError) as err:
         return _not_run(inst, f"environment: {err}", False)

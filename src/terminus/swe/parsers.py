@@ -172,10 +172,9 @@ def parse_trx(log: str) -> dict[str, str]:
                 continue
             status = _TRX_OUTCOME.get(node.get("outcome", ""), FAILED)
             for name in (node.get("testName"), qualified.get(node.get("testId"))):
-                if name:
-                    # Data-driven tests report one result per case: the test passes only if all cases do.
-                    if statuses.get(name, PASSED) == PASSED:
-                        statuses[name] = status
+                # Data-driven tests report one result per case: the test passes only if all cases do.
+                if name and statuses.get(name, PASSED) == PASSED:
+                    statuses[name] = status
     return statuses
 
 
@@ -236,7 +235,8 @@ ALIASES = {
     "parse_log_pytest": "pytest", "parse_log_pytest_v2": "pytest", "parse_log_pytest_options": "pytest",
     "parse_log_gotest": "gotest", "parse_log_go_test": "gotest", "parse_log_jest": "jest",
     "parse_log_mocha": "mocha", "parse_log_tap": "tap", "parse_log_node": "node", "parse_log_cargo": "cargo",
-    "parse_log_trx": "trx", "parse_log_django": "django", "parse_log_sympy": "sympy", "parse_log_dotnet": "trx", "parse_log_vitest": "jest",
+    "parse_log_trx": "trx", "parse_log_dotnet": "trx", "parse_log_vitest": "jest", "parse_log_django": "django",
+    "parse_log_sympy": "sympy",
 }  # fmt: skip
 
 
