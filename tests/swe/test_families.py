@@ -10,7 +10,7 @@ import pytest
 from terminus.judge.facts import required_facts
 from terminus.swe.benchmarks import BENCHMARKS, benchmark_repos, dockerfile, load_benchmark_config, load_instances
 from terminus.swe.corpus import added_dependency, label_distribution, select_rebench, tasks_for
-from terminus.swe.families import DatasetError, load_rows, decode_tests
+from terminus.swe.families import DatasetError, decode_tests, load_rows
 from terminus.swe.record import RepairInstance
 from terminus.tasks.record import load_tasks, write_tasks
 
@@ -100,8 +100,16 @@ def test_tasks_carry_the_dataset_expectations(swe_data, tmp_path):
     assert "TestParseSizeLowercase" in (snapshot / "size_test.go").read_text()  # base + the tests in place
     assert "1000 * 1000" not in (snapshot / "size.go").read_text()  # the bug is still there
     # With a validation run's observation: facts from the statuses seen, and a build task for Go.
-    observed = {"before": {"statuses": {"TestParseSizeBytes": "PASSED", "TestParseSizeKilobytes": "PASSED",
-                                        "TestParseSizeMegabytes": "FAILED", "TestParseSizeLowercase": "FAILED"}}}  # fmt: skip
+    observed = {
+        "before": {
+            "statuses": {
+                "TestParseSizeBytes": "PASSED",
+                "TestParseSizeKilobytes": "PASSED",
+                "TestParseSizeMegabytes": "FAILED",
+                "TestParseSizeLowercase": "FAILED",
+            }
+        }
+    }
     tasks = tasks_for(units, tasks_file, observed)
     assert tasks[-1].task_type == "build/compile" and tasks[-1].facts == {"build": {"success": True, "warnings": 0}}
     write_tasks(tasks_file, tasks)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from terminus.swe.parsers import ParserError, normalise_test_id, parse_log, resolve
+
 from .repos import DATA
 
 PYTEST = """tests/test_money.py::test_add PASSED                                      [ 20%]
@@ -78,8 +79,12 @@ failures:
 
 def test_pytest_summary_and_verbose_lines():
     statuses = parse_log("pytest", PYTEST)
-    assert statuses == {"tests/test_money.py::test_add": "PASSED", "tests/test_money.py::test_split[3]": "FAILED",
-                        "tests/test_money.py::test_rounding": "XFAIL", "tests/test_io.py::test_read": "ERROR"}  # fmt: skip
+    assert statuses == {
+        "tests/test_money.py::test_add": "PASSED",
+        "tests/test_money.py::test_split[3]": "FAILED",
+        "tests/test_money.py::test_rounding": "XFAIL",
+        "tests/test_io.py::test_read": "ERROR",
+    }
 
 
 def test_go_test_with_subtests():
