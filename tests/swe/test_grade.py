@@ -146,3 +146,42 @@ def test_predictions_in_the_official_formats(tmp_path):
     (tmp_path / "broken.jsonl").write_text("{not json\n")
     with pytest.raises(PredictionsError, match="not JSON"):
         read_predictions(tmp_path / "broken.jsonl")
+
+
+@needs_bwrap
+def test_pro_official_scripts_decide_the_statuses(swe_data, tmp_path):
+    """With run_scripts_dir, SWE-Bench Pro's run_script.sh runs the selected tests and its parser.py reports them."""
+    from terminus.swe.benchmarks import load_benchmark_config
+
+    root, built = swe_data
+    cfg = {**load_benchmark_config("swebench-pro"), "run_scripts_dir": str(DATA / "run_scripts")}
+    rows = [json.loads(line) for line in (root / "pro.jsonl").read_text().splitlines()]
+    for row in rows:  # the official path: the row's own command and parser give way to the scripts
+        row.pop("test_cmd"), row.pop("log_parser")
+    (root / "pro-official.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (inst,) = load_instances(cfg, dataset=str(root / "pro-official.jsonl"))
+    assert inst.log_parser == "pro-json" and inst.run_script and inst.parser_script
+    gold = grade_patch(inst, inst.gold_patch, "bwrap")
+    assert gold.resolved, (gold.error, gold.log[-2000:])
+    partial = grade_patch(inst, built["units"]["partial"], "bwrap")
+    assert partial.report()["fail_to_pass"] == {"passed": 1, "failed": 1}
+
+
+@needs_bwrap
+def test_validate_then_tasks_commands(swe_data, tmp_path):
+    root, _ = swe_data
+    kept, report = tmp_path / "kept.jsonl", tmp_path / "validation.json"
+    result = CliRunner().invoke(app, ["swe", "validate", "--dataset", str(root / "rebench-v2.jsonl"), "--benchmark",
+                                      "swe-rebench-v2", "--sandbox", "bwrap", "--out", str(kept), "--report",
+                                      str(report)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "1 of 1 instances hold" in result.output
+    tasks = tmp_path / "corpus" / "tasks.jsonl"
+    result = CliRunner().invoke(app, ["swe", "tasks", "--instances", str(kept), "--report", str(report),
+                                      "--out", str(tasks)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in tasks.read_text().splitlines()]
+    assert [r["task_type"] for r in records] == ["error-diagnosis", "test-execution"]
+    failing = ["collapses runs of separators", "trims separators at the ends"]
+    assert records[1]["facts"]["tests"] == {"passed": 2, "failed": 2, "failing": failing}
+    assert (tasks.parent / records[0]["workspace"] / "test" / "slug.test.js").is_file()

@@ -140,6 +140,7 @@ def tasks_command(
     splits = assign_splits([t.repo for t in tasks], {"train": 0.9, "val": 0.05, "test": 0.05}, seed)
     for task in tasks:
         task.split = splits[task.repo]
+    tasks.sort(key=lambda t: t.id)
     write_tasks(out, tasks)
     typer.echo(format_stats(label_distribution(tasks)))
     typer.echo(f"wrote {out}")

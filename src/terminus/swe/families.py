@@ -228,7 +228,9 @@ def to_instance(row: dict, bench: dict | None = None, *, base_dir: Path | None =
 
 def _meta(row: dict, selected: list[str]) -> dict:
     keys = ("version", "created_at", "difficulty", "dockerhub_tag", "issue_categories")
-    meta = {k: row[k] for k in keys if row.get(k) not in (None, "")}
+    # datasets' JSON loader turns ISO dates into datetimes; the record stays JSON.
+    meta = {k: row[k].isoformat() if hasattr(row[k], "isoformat") else row[k]
+            for k in keys if row.get(k) not in (None, "")}  # fmt: skip
     if selected:
         meta["selected"] = ",".join(selected)
     return meta
