@@ -68,7 +68,9 @@ def sandbox_options(inst: RepairInstance, backend: str | None, options: dict | N
     options = dict(options or {})
     if backend == "apptainer":
         image = options.pop("image", None) or inst.image
-        options["image"] = image if "://" in (image or "") or (image or "").endswith(".sif") else f"docker://{image}"
+        if not image:
+            raise GradeError(f"{inst.instance_id}: apptainer needs an image (the row has none; pass one in options)")
+        options["image"] = image if "://" in image or image.endswith(".sif") else f"docker://{image}"
     elif backend == "docker":
         from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
 
