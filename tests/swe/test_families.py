@@ -140,3 +140,24 @@ def test_rebench_selection_by_repository():
     assert len(chosen) == 9 and len(repos) == 3 and "c/z" not in repos and "ansible/ansible" not in repos
     assert set(splits) == repos and set(splits.values()) == {"train", "val", "test"}
     assert select_rebench(rows, cfg, set()) == select_rebench(list(reversed(rows)), cfg, set())  # deterministic
+
+
+def test_select_command_keeps_eval_repositories_out(tmp_path):
+    from typer.testing import CliRunner
+
+    from terminus.cli import app
+
+    rows = [{"instance_id": f"{repo}-{i}", "repo": repo, "language": lang, "FAIL_TO_PASS": ["t"],
+             "PASS_TO_PASS": [], "created_at": "2024-01-01T00:00:00Z"}
+            for repo, lang in [("a/x", "python"), ("b/y", "go"), ("django/django", "python"),
+                               ("flipt-io/flipt", "go"), ("c/z", "php"), ("d/w", "rust")]
+            for i in range(3)]  # fmt: skip
+    source = tmp_path / "rows.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "selected.jsonl"
+    result = CliRunner().invoke(app, ["swe", "select", "--dataset", str(source), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    chosen = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["repo"] for r in chosen} == {"a/x", "b/y", "d/w"} and len(chosen) == 9
+    splits = json.loads(out.with_suffix(".splits.json").read_text())
+    assert set(splits) == {"a/x", "b/y", "d/w"} and set(splits.values()) == {"train", "val", "test"}

@@ -185,3 +185,5 @@ def test_validate_then_tasks_commands(swe_data, tmp_path):
     failing = ["collapses runs of separators", "trims separators at the ends"]
     assert records[1]["facts"]["tests"] == {"passed": 2, "failed": 2, "failing": failing}
     assert (tasks.parent / records[0]["workspace"] / "test" / "slug.test.js").is_file()
+    stats = json.loads(tasks.with_suffix(".stats.json").read_text())
+    assert stats["by_type"]["test-execution"] == {"ours": 1, "ours_share": 0.5, "paper": 2692, "paper_share": 0.454}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -119,9 +120,11 @@ def tasks_command(
     benchmark: str = typer.Option(None, help="configs/benchmarks/<name>.yaml (with --dataset)."),
     split: str = typer.Option(None, help="Split of a hub dataset."),
     report: Path = typer.Option(None, help="A validation report: facts from the statuses its runs observed."),
+    splits: Path = typer.Option(None, help="{repo: split} from `terminus swe select` (default: 0.9/0.05/0.05)."),
     seed: int = typer.Option(0, help="Seed of the queries and splits."),
 ) -> None:
     """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances."""
+    from terminus.io import write_text_atomic
     from terminus.swe.corpus import label_distribution, tasks_for
     from terminus.swe.record import RepairInstance
     from terminus.tasks.build import assign_splits, format_stats
@@ -137,10 +140,44 @@ def tasks_command(
     tasks = [t for inst in chosen for t in tasks_for(inst, out, observed.get(inst.instance_id), seed)]
     if not tasks:
         _fail("no instances, so no tasks")
-    splits = assign_splits([t.repo for t in tasks], {"train": 0.9, "val": 0.05, "test": 0.05}, seed)
+    by_repo = assign_splits([t.repo for t in tasks], {"train": 0.9, "val": 0.05, "test": 0.05}, seed)
+    if splits:
+        chosen_splits = json.loads(splits.read_text())
+        missing = sorted({t.repo for t in tasks} - set(chosen_splits))
+        if missing:
+            _fail(f"--splits {splits} has no split for repository {missing[0]}")
+        by_repo = chosen_splits
     for task in tasks:
-        task.split = splits[task.repo]
+        task.split = by_repo[task.repo]
     tasks.sort(key=lambda t: t.id)
     write_tasks(out, tasks)
-    typer.echo(format_stats(label_distribution(tasks)))
-    typer.echo(f"wrote {out}")
+    stats = label_distribution(tasks)
+    write_text_atomic(out.with_suffix(".stats.json"), json.dumps(stats, indent=1) + "\n")
+    typer.echo(format_stats(stats))
+    typer.echo(f"wrote {out} and {out.with_suffix('.stats.json')}")
+
+
+@app.command("select")
+def select_command(
+    out: Path = typer.Option(..., help="The selected rows (JSON lines); their splits go to <out>.splits.json."),
+    config: str = typer.Option("swe-rebench-v2", help="Selection config: a name in configs/benchmarks or a file."),
+    dataset: str = typer.Option(None, help="Rows (default: the config's hub dataset), e.g. a local JSONL."),
+) -> None:
+    """The SWE-rebench-V2 training selection: languages, no eval-benchmark repository, capped per repository."""
+    from terminus.io import write_text_atomic
+    from terminus.swe.benchmarks import benchmark_repos, load_benchmark_config
+    from terminus.swe.corpus import select_rebench
+    from terminus.swe.families import DatasetError, load_rows
+
+    try:
+        cfg = load_benchmark_config(config)
+        rows = load_rows(dataset or cfg["dataset"], cfg.get("split"))
+        exclude = set(cfg.get("exclude_repos") or []) | benchmark_repos(cfg.get("exclude_benchmarks") or [])
+    except DatasetError as err:
+        _fail(str(err))
+    chosen, splits = select_rebench(rows, cfg, exclude)
+    write_text_atomic(out, "".join(json.dumps(r, default=str, sort_keys=True) + "\n" for r in chosen))
+    write_text_atomic(out.with_suffix(".splits.json"), json.dumps(splits, indent=1, sort_keys=True) + "\n")
+    languages = Counter(str(r.get("language")) for r in chosen)
+    typer.echo(f"{len(chosen)} instances from {len(splits)} repositories ({dict(languages)}); "
+               f"splits by repository {dict(Counter(splits.values()))}; wrote {out}")  # fmt: skip
