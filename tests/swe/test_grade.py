@@ -187,3 +187,19 @@ def test_validate_then_tasks_commands(swe_data, tmp_path):
     assert (tasks.parent / records[0]["workspace"] / "test" / "slug.test.js").is_file()
     stats = json.loads(tasks.with_suffix(".stats.json").read_text())
     assert stats["by_type"]["test-execution"] == {"ours": 1, "ours_share": 0.5, "paper": 2692, "paper_share": 0.454}
+
+
+@pytest.mark.docker
+def test_image_whose_entrypoint_is_bash(swe_data, docker_engine, tmp_path):
+    """SWE-Bench Pro's images run bash as their entrypoint; a sandbox over such an image still starts."""
+    import docker
+
+    (tmp_path / "Dockerfile").write_text('FROM terminus-sandbox:host\nENTRYPOINT ["/bin/bash"]\n')
+    client = docker.DockerClient(base_url=docker_engine)
+    client.images.build(path=str(tmp_path), tag="terminus-swe-entrypoint:test", rm=True)
+    client.close()
+    inst = _instance(swe_data, "swe-rebench-v2", "rebench-v2.jsonl")
+    inst.image = "terminus-swe-entrypoint:test"
+    options, limits = _docker(docker_engine)
+    result = grade_patch(inst, inst.gold_patch, "docker", options=options, limits=limits)
+    assert result.resolved, (result.error, result.log[-1000:])

@@ -231,6 +231,9 @@ def grade_patch(
             return grade_in_sandbox(box, inst, workdir, patch, timeout_s)
     except (SandboxError, GradeError) as err:
         return _not_run(inst, f"environment: {err}", False)
+    except Exception as err:  # e.g. the Docker engine refuses the image: a broken environment, not a wrong patch
+        log.warning("%s: the environment failed: %s", inst.instance_id, err)
+        return _not_run(inst, f"environment: {type(err).__name__}: {err}", False)
 
 
 def patch_from_tree(tree: Path, base_commit: str) -> str:
