@@ -93,7 +93,11 @@ def _build_facts(inst: RepairInstance, observed: dict | None) -> dict | None:
 
 
 def _query(task_type: str, inst: RepairInstance, rng: random.Random) -> str:
-    text = rng.choice(TEMPLATES[task_type]).format(test=inst.test_cmd, build=inst.build_cmd or "the build", where="")
+    template = rng.choice(TEMPLATES[task_type])
+    text = template.format(test=inst.test_cmd, build=inst.build_cmd or "the build", where="")
+    if task_type != "build/compile" and "{test}" not in template:
+        # The facts are about this command's tests (the selected files), not the whole suite: say so.
+        text += f" The tests to run: `{inst.test_cmd}`."
     restriction = rng.choice(RESTRICTIONS)
     if task_type == "dependency" and "install" in restriction.lower():
         restriction = " Do not install it yourself, just tell me."
