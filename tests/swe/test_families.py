@@ -161,3 +161,11 @@ def test_select_command_keeps_eval_repositories_out(tmp_path):
     assert {r["repo"] for r in chosen} == {"a/x", "b/y", "d/w"} and len(chosen) == 9
     splits = json.loads(out.with_suffix(".splits.json").read_text())
     assert set(splits) == {"a/x", "b/y", "d/w"} and set(splits.values()) == {"train", "val", "test"}
+
+
+def test_a_hub_id_finds_its_benchmark_config():
+    from terminus.swe.benchmarks import config_for_dataset
+
+    assert config_for_dataset("ScaleAI/SWE-bench_Pro")["name"] == "swebench-pro"
+    assert config_for_dataset("princeton-nlp/SWE-bench_Verified")["workdir"] == "/testbed"
+    assert config_for_dataset("someone/else") is None

@@ -85,6 +85,8 @@ def load_instances(
     """A benchmark's repair instances: its configured dataset, or `dataset` (a local file or hub id) in the same
     schema. Without a benchmark, each row's family is detected from its fields."""
     cfg = benchmark if isinstance(benchmark, dict) else load_benchmark_config(benchmark) if benchmark else {}
+    if not cfg and dataset and not Path(dataset).is_file():
+        cfg = config_for_dataset(dataset) or {}
     source = dataset or cfg.get("dataset")
     if not source:
         raise DatasetError("no dataset: give a benchmark config or --dataset")
@@ -96,6 +98,14 @@ def load_instances(
         rows = rows[:limit]
     base_dir = Path(source).resolve().parent if Path(source).is_file() else None
     return instances_from_rows(rows, cfg, base_dir)
+
+
+def config_for_dataset(dataset: str) -> dict | None:
+    """The benchmark config whose `dataset` is this hub id (so `--dataset ScaleAI/SWE-bench_Pro` alone works)."""
+    for path in sorted(CONFIG_DIR.glob("*.yaml")):
+        if (yaml.safe_load(path.read_text()) or {}).get("dataset") == dataset:
+            return load_benchmark_config(path)
+    return None
 
 
 def benchmark_repos(names: list[str]) -> set[str]:
