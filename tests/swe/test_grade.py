@@ -203,3 +203,18 @@ def test_image_whose_entrypoint_is_bash(swe_data, docker_engine, tmp_path):
     options, limits = _docker(docker_engine)
     result = grade_patch(inst, inst.gold_patch, "docker", options=options, limits=limits)
     assert result.resolved, (result.error, result.log[-1000:])
+
+
+def test_the_agent_does_not_see_the_fix_in_history(swe_data):
+    """The main agent's sandbox keeps only what the base commit reaches; grading keeps the fix commit that
+    SWE-Bench Pro's test setup checks the tests out of."""
+    from terminus.swe.grade import instance_sandbox
+
+    _, built = swe_data
+    inst = _instance(swe_data, "swebench-pro", "pro.jsonl")
+    probe = f"git cat-file -e {built['units']['fix']} && echo present || echo absent"
+    with instance_sandbox(inst, "local", for_agent=True) as (box, workdir):
+        assert box.run(f"cd {workdir} && {probe}", 30).output.strip() == "absent"
+        assert box.run(f"cd {workdir} && git rev-parse HEAD", 30).output.strip() == inst.base_commit
+    with instance_sandbox(inst, "local") as (box, workdir):
+        assert box.run(f"cd {workdir} && {probe}", 30).output.strip() == "present"

@@ -4,7 +4,7 @@ The eval grid's entry points:
 
     from terminus.swe import load_instances, instance_sandbox, grade_patch, grade_tree, patch_from_sandbox
     instances = load_instances("swebench-pro")                  # configs/benchmarks/swebench-pro.yaml
-    with instance_sandbox(inst, backend) as (box, workdir):     # the repository at its base commit
+    with instance_sandbox(inst, backend, for_agent=True) as (box, workdir):  # at the base commit
         ...                                                     # the main agent works in box, at workdir
         patch = patch_from_sandbox(box, inst, workdir)
     result = grade_patch(inst, patch, backend)                  # fresh sandbox: resolved iff F2P and P2P pass

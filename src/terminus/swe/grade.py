@@ -53,12 +53,22 @@ def _git(*args: str, cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def checkout(repo_path: str, commit: str, dest: Path) -> Path:
-    """A clone of a local repository at `commit` (the sandbox copies it; the user's repository is untouched)."""
+def checkout(repo_path: str, commit: str, dest: Path, *, hide_future: bool = False) -> Path:
+    """A clone of a local repository at `commit` (the sandbox copies it; the user's repository is untouched).
+
+    `hide_future`: keep only what `commit` reaches (no branches, tags, remote or later commits, so an agent cannot
+    read the fix from history), as SWE-bench's images do. Grading keeps everything: SWE-Bench Pro's test setup
+    checks the test files out of the fix commit."""
     if not Path(repo_path, ".git").exists():
         raise GradeError(f"repo_path {repo_path} is not a git repository")
     _git("clone", "--quiet", "--no-hardlinks", repo_path, str(dest))
     _git("-c", "advice.detachedHead=false", "checkout", "--quiet", commit, cwd=dest)
+    if hide_future:
+        _git("remote", "remove", "origin", cwd=dest)
+        for ref in _git("for-each-ref", "--format=%(refname)", "refs/heads", "refs/tags", cwd=dest).split():
+            _git("update-ref", "-d", ref, cwd=dest)
+        _git("reflog", "expire", "--expire=now", "--all", cwd=dest)
+        _git("gc", "--quiet", "--prune=now", cwd=dest)
     return dest
 
 
@@ -82,14 +92,20 @@ def sandbox_options(inst: RepairInstance, backend: str | None, options: dict | N
 
 @contextlib.contextmanager
 def instance_sandbox(
-    inst: RepairInstance, backend: str | None, options: dict | None = None, limits: Limits | None = None
+    inst: RepairInstance,
+    backend: str | None,
+    options: dict | None = None,
+    limits: Limits | None = None,
+    *,
+    for_agent: bool = False,
 ) -> Iterator[tuple[Sandbox, str]]:
-    """A sandbox over the instance at its base commit, and the shell expression of its repository folder."""
+    """A sandbox over the instance at its base commit, and the shell expression of its repository folder.
+    `for_agent`: a local repository's later history is removed (what the main agent works in)."""
     options = sandbox_options(inst, backend, options)
     if inst.repo_path:
         scratch = Path(tempfile.mkdtemp(prefix="terminus-swe-"))
         try:
-            source = checkout(inst.repo_path, inst.base_commit, scratch / "repo")
+            source = checkout(inst.repo_path, inst.base_commit, scratch / "repo", hide_future=for_agent)
             with make_sandbox(backend, source, limits or LIMITS, **options) as box:
                 yield box, '"$TERMINUS_WORKSPACE"'
         finally:
