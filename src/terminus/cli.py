@@ -12,8 +12,10 @@ from pathlib import Path
 import typer
 
 from terminus.sandbox import BACKENDS, SandboxError, default_backend, make_sandbox
+from terminus.swe.cli import app as swe_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app.add_typer(swe_app, name="swe", help="SWE-bench-family instances: grade, validate, corpus tasks.")
 
 DEMO_PROJECT = Path(__file__).resolve().parents[2] / "examples" / "demo-project"
 

@@ -111,7 +111,10 @@ class DockerSandbox:
             image,
             # An init of our own (docker-init is not always installed): bash reaps the orphans that the
             # wrapper's `kill -9 -1` leaves, so zombies never count against the pids limit.
-            command=["/bin/bash", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"],
+            # The entrypoint is ours too: images whose ENTRYPOINT is already bash (SWE-Bench Pro's) would
+            # otherwise run `bash /bin/bash -c ...` and exit at once.
+            entrypoint=["/bin/bash"],
+            command=["-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"],
             detach=True,
             network_mode="bridge" if network else "none",
             mem_limit=f"{memory_mb}m",

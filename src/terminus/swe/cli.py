@@ -1,0 +1,183 @@
+"""`terminus swe ...`: grade predictions, validate instances, turn instances into corpus tasks."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import typer
+
+from terminus.sandbox import BACKENDS
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _instances(dataset: str | None, benchmark: str | None, split: str | None, ids: str | None):
+    from terminus.swe.benchmarks import load_instances
+    from terminus.swe.families import DatasetError
+
+    if not dataset and not benchmark:
+        _fail("give --dataset (a JSONL/JSON/CSV file or a hub id) or --benchmark")
+    try:
+        return load_instances(benchmark, dataset=dataset, split=split,
+                              ids=[i for i in (ids or "").split(",") if i] or None)  # fmt: skip
+    except (DatasetError, ValueError) as err:
+        _fail(str(err))
+
+
+def _options(sandbox: str, docker_url: str | None) -> dict:
+    if sandbox not in BACKENDS:
+        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    return {"base_url": docker_url} if docker_url and sandbox == "docker" else {}
+
+
+@app.command("grade")
+def grade_command(
+    dataset: str = typer.Option(None, help="Rows in a SWE-bench-family schema: a JSONL/JSON/CSV file or a hub id."),
+    predictions: Path = typer.Option(
+        ...,
+        help="SWE-bench JSONL {instance_id, model_name_or_path, model_patch} "
+        "(or SWE-Bench Pro's JSON list {instance_id, patch, prefix}).",
+    ),
+    sandbox: str = typer.Option(..., help=f"Backend: {', '.join(BACKENDS)}."),
+    out: Path = typer.Option(..., help="Report: {instance_id: {resolved, fail_to_pass, pass_to_pass}}."),
+    split: str = typer.Option(None, help="Split of a hub dataset (default: the benchmark's, else test)."),
+    benchmark: str = typer.Option(None, help="configs/benchmarks/<name>.yaml: images, test commands, parsers."),
+    instance_ids: str = typer.Option(None, help="Comma-separated ids to grade (default: every predicted one)."),
+    concurrency: int = typer.Option(2, min=1, help="Instances at once."),
+    docker_url: str = typer.Option(None, help="Docker engine URL (default: DOCKER_HOST or the default socket)."),
+    logs: Path = typer.Option(None, help="Folder for each instance's test log."),
+) -> None:
+    """Grade predictions: resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passes after the patch."""
+    from terminus.io import write_text_atomic
+    from terminus.swe.grade import grade_patch
+    from terminus.swe.predictions import PredictionsError, read_predictions
+
+    options = _options(sandbox, docker_url)
+    try:
+        patches = read_predictions(predictions)
+    except PredictionsError as err:
+        _fail(str(err))
+    instances = _instances(dataset, benchmark, split, instance_ids)
+    by_id = {i.instance_id: i for i in instances}
+    unknown = sorted(set(patches) - set(by_id))
+    if unknown:
+        _fail(f"{predictions}: {len(unknown)} predictions name no instance of the dataset, e.g. {unknown[0]}")
+    todo = [by_id[i] for i in patches if not instance_ids or i in by_id]
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        results = list(pool.map(lambda inst: grade_patch(inst, patches[inst.instance_id], sandbox, options=options),
+                                todo))  # fmt: skip
+    report = {r.instance_id: r.report() for r in results}
+    write_text_atomic(out, json.dumps(report, indent=1, sort_keys=True) + "\n")
+    if logs:
+        for r in results:
+            write_text_atomic(logs / f"{r.instance_id}.log", (f"error: {r.error}\n" if r.error else "") + r.log)
+    resolved = sum(r.resolved for r in results)
+    errors = [r for r in results if r.error]
+    typer.echo(f"{resolved} of {len(results)} instances resolved; report in {out}")
+    for r in errors[:5]:
+        typer.echo(f"  {r.instance_id}: {r.error}")
+
+
+@app.command("validate")
+def validate_command(
+    dataset: str = typer.Option(None, help="Rows in a SWE-bench-family schema: a JSONL/JSON/CSV file or a hub id."),
+    sandbox: str = typer.Option(..., help=f"Backend: {', '.join(BACKENDS)}."),
+    out: Path = typer.Option(..., help="The instances that hold (JSON lines of repair instances)."),
+    report: Path = typer.Option(None, help="Report JSON (default: <out>.validation.json)."),
+    split: str = typer.Option(None, help="Split of a hub dataset."),
+    benchmark: str = typer.Option(None, help="configs/benchmarks/<name>.yaml."),
+    instance_ids: str = typer.Option(None, help="Comma-separated ids (default: all)."),
+    concurrency: int = typer.Option(2, min=1, help="Instances at once."),
+    docker_url: str = typer.Option(None, help="Docker engine URL."),
+) -> None:
+    """Keep the instances whose F2P fail and P2P pass at base + test patch, and all pass with the gold patch."""
+    from terminus.agent.trajectory import write_json_atomic
+    from terminus.swe.validate import validate_instances
+    from terminus.tasks.record import write_jsonl_atomic
+
+    options = _options(sandbox, docker_url)
+    instances = _instances(dataset, benchmark, split, instance_ids)
+    kept, result = validate_instances(instances, sandbox, options=options, concurrency=concurrency)
+    report = report or out.with_suffix(".validation.json")
+    write_jsonl_atomic(out, [i.to_dict() for i in kept])
+    write_json_atomic(report, result)
+    typer.echo(f"{result['kept']} of {result['instances']} instances hold; {result['dropped']} dropped (see {report})")
+
+
+@app.command("tasks")
+def tasks_command(
+    out: Path = typer.Option(..., help="Task file (JSON lines); local repositories get snapshots in repos/ beside."),
+    instances: Path = typer.Option(None, help="Repair instances from `terminus swe validate`."),
+    dataset: str = typer.Option(None, help="Or rows in a SWE-bench-family schema (unvalidated)."),
+    benchmark: str = typer.Option(None, help="configs/benchmarks/<name>.yaml (with --dataset)."),
+    split: str = typer.Option(None, help="Split of a hub dataset."),
+    report: Path = typer.Option(None, help="A validation report: facts from the statuses its runs observed."),
+    splits: Path = typer.Option(None, help="{repo: split} from `terminus swe select` (default: 0.9/0.05/0.05)."),
+    seed: int = typer.Option(0, help="Seed of the queries and splits."),
+) -> None:
+    """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances."""
+    from terminus.io import write_text_atomic
+    from terminus.swe.corpus import label_distribution, tasks_for
+    from terminus.swe.record import RepairInstance
+    from terminus.tasks.build import assign_splits, format_stats
+    from terminus.tasks.record import write_tasks
+
+    if instances:
+        if not instances.is_file():
+            _fail(f"--instances {instances} does not exist")
+        chosen = [RepairInstance.from_dict(json.loads(x)) for x in instances.read_text().splitlines() if x.strip()]
+    else:
+        chosen = _instances(dataset, benchmark, split, None)
+    observed = json.loads(report.read_text()).get("observed", {}) if report else {}
+    tasks = [t for inst in chosen for t in tasks_for(inst, out, observed.get(inst.instance_id), seed)]
+    if not tasks:
+        _fail("no instances, so no tasks")
+    by_repo = assign_splits([t.repo for t in tasks], {"train": 0.9, "val": 0.05, "test": 0.05}, seed)
+    if splits:
+        chosen_splits = json.loads(splits.read_text())
+        missing = sorted({t.repo for t in tasks} - set(chosen_splits))
+        if missing:
+            _fail(f"--splits {splits} has no split for repository {missing[0]}")
+        by_repo = chosen_splits
+    for task in tasks:
+        task.split = by_repo[task.repo]
+    tasks.sort(key=lambda t: t.id)
+    write_tasks(out, tasks)
+    stats = label_distribution(tasks)
+    write_text_atomic(out.with_suffix(".stats.json"), json.dumps(stats, indent=1) + "\n")
+    typer.echo(format_stats(stats))
+    typer.echo(f"wrote {out} and {out.with_suffix('.stats.json')}")
+
+
+@app.command("select")
+def select_command(
+    out: Path = typer.Option(..., help="The selected rows (JSON lines); their splits go to <out>.splits.json."),
+    config: str = typer.Option("swe-rebench-v2", help="Selection config: a name in configs/benchmarks or a file."),
+    dataset: str = typer.Option(None, help="Rows (default: the config's hub dataset), e.g. a local JSONL."),
+) -> None:
+    """The SWE-rebench-V2 training selection: languages, no eval-benchmark repository, capped per repository."""
+    from terminus.io import write_text_atomic
+    from terminus.swe.benchmarks import benchmark_repos, load_benchmark_config
+    from terminus.swe.corpus import select_rebench
+    from terminus.swe.families import DatasetError, load_rows
+
+    try:
+        cfg = load_benchmark_config(config)
+        rows = load_rows(dataset or cfg["dataset"], cfg.get("split"))
+        exclude = set(cfg.get("exclude_repos") or []) | benchmark_repos(cfg.get("exclude_benchmarks") or [])
+    except DatasetError as err:
+        _fail(str(err))
+    chosen, splits = select_rebench(rows, cfg, exclude)
+    write_text_atomic(out, "".join(json.dumps(r, default=str, sort_keys=True) + "\n" for r in chosen))
+    write_text_atomic(out.with_suffix(".splits.json"), json.dumps(splits, indent=1, sort_keys=True) + "\n")
+    languages = Counter(str(r.get("language")) for r in chosen)
+    typer.echo(f"{len(chosen)} instances from {len(splits)} repositories ({dict(languages)}); "
+               f"splits by repository {dict(Counter(splits.values()))}; wrote {out}")  # fmt: skip

@@ -1,0 +1,285 @@
+"""One grader for every family: the official rule, resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passes.
+
+In a fresh sandbox over the instance's environment (its image at `workdir`, or a clone of a local `repo_path`
+at `base_commit`): apply the model patch; put the tests in place (SWE-Bench Pro: the last line of
+`before_repo_set_cmd`; otherwise revert the files the test patch touches to `base_commit` and apply the test
+patch, as SWE-bench's eval script does); run the test command; parse its log into per-test statuses. A test
+the log does not mention counts as failed (SWE-bench's `test_failed`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from terminus.sandbox import Limits, Sandbox, SandboxError, make_sandbox
+from terminus.sandbox.output import normalise
+from terminus.swe.parsers import PASSING, normalise_test_id, parse_log
+from terminus.swe.record import GradeResult, RepairInstance
+
+log = logging.getLogger(__name__)
+
+START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
+LOG_NAME = "terminus-swe-test.log"
+# Real test logs run to megabytes; they go to a file and are read in full, so the terminal's cap does not apply.
+# Inside a user namespace the copied repository belongs to another uid; git refuses such "dubious ownership"
+# unless told the directory is safe.
+GIT_SAFE = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
+LIMITS = Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env=GIT_SAFE)
+
+
+def grading_limits(**env: str) -> Limits:
+    """The grader's limits with extra environment variables (e.g. a PATH that reaches a toolchain)."""
+    return Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env={**GIT_SAFE, **env})
+
+
+class GradeError(RuntimeError):
+    pass
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise GradeError(f"`git {' '.join(args)}` failed: {done.stderr.strip()[-400:]}")
+    return done.stdout
+
+
+def checkout(repo_path: str, commit: str, dest: Path, *, hide_future: bool = False) -> Path:
+    """A clone of a local repository at `commit` (the sandbox copies it; the user's repository is untouched).
+
+    `hide_future`: keep only what `commit` reaches (no branches, tags, remote or later commits, so an agent cannot
+    read the fix from history), as SWE-bench's images do. Grading keeps everything: SWE-Bench Pro's test setup
+    checks the test files out of the fix commit."""
+    if not Path(repo_path, ".git").exists():
+        raise GradeError(f"repo_path {repo_path} is not a git repository")
+    _git("clone", "--quiet", "--no-hardlinks", repo_path, str(dest))
+    _git("-c", "advice.detachedHead=false", "checkout", "--quiet", commit, cwd=dest)
+    if hide_future:
+        _git("remote", "remove", "origin", cwd=dest)
+        for ref in _git("for-each-ref", "--format=%(refname)", "refs/heads", "refs/tags", cwd=dest).split():
+            _git("update-ref", "-d", ref, cwd=dest)
+        _git("reflog", "expire", "--expire=now", "--all", cwd=dest)
+        _git("gc", "--quiet", "--prune=now", cwd=dest)
+    return dest
+
+
+def sandbox_options(inst: RepairInstance, backend: str | None, options: dict | None = None) -> dict:
+    """Backend options for an instance: its image for docker/apptainer (a local repository under docker gets the
+    registry-free host image, which borrows the host's toolchains)."""
+    options = dict(options or {})
+    if backend == "apptainer":
+        image = options.pop("image", None) or inst.image
+        if not image:
+            raise GradeError(f"{inst.instance_id}: apptainer needs an image (the row has none; pass one in options)")
+        options["image"] = image if "://" in image or image.endswith(".sif") else f"docker://{image}"
+    elif backend == "docker":
+        from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
+
+        options.setdefault("image", inst.image or HOST_IMAGE)
+        if options["image"] == HOST_IMAGE:
+            options.setdefault("binds", HOST_BINDS)
+    return options
+
+
+@contextlib.contextmanager
+def instance_sandbox(
+    inst: RepairInstance,
+    backend: str | None,
+    options: dict | None = None,
+    limits: Limits | None = None,
+    *,
+    for_agent: bool = False,
+) -> Iterator[tuple[Sandbox, str]]:
+    """A sandbox over the instance at its base commit, and the shell expression of its repository folder.
+    `for_agent`: a local repository's later history is removed (what the main agent works in)."""
+    options = sandbox_options(inst, backend, options)
+    if inst.repo_path:
+        scratch = Path(tempfile.mkdtemp(prefix="terminus-swe-"))
+        try:
+            source = checkout(inst.repo_path, inst.base_commit, scratch / "repo", hide_future=for_agent)
+            with make_sandbox(backend, source, limits or LIMITS, **options) as box:
+                yield box, '"$TERMINUS_WORKSPACE"'
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    else:
+        if backend not in ("docker", "apptainer"):
+            raise GradeError(f"{inst.instance_id} runs in image {inst.image}: use --sandbox docker or apptainer "
+                             "(local and bwrap need a row with repo_path)")  # fmt: skip
+        with make_sandbox(backend, None, limits or LIMITS, **options) as box:
+            yield box, shlex.quote(inst.workdir or "/")
+
+
+def host_tmp(box: Sandbox) -> Path:
+    """The sandbox's /tmp as seen from the host: every backend binds its workspace's tmp folder there."""
+    ws = getattr(box, "ws", None)
+    if ws is None:
+        raise SandboxError(f"{type(box).__name__} has no host-visible tmp folder")
+    return Path(ws.tmp)
+
+
+def _stage(name: str, text: str) -> str:
+    """A shell step that writes `text` to $TMPDIR/name byte for byte (base64: no quoting or heredoc pitfalls)."""
+    data = base64.b64encode(text.encode()).decode()
+    return f'printf %s {data} | base64 -d > "${{TMPDIR:-/tmp}}/{name}"'
+
+
+def apply_command(patch: str, workdir: str, name: str = "terminus-model.diff") -> str:
+    target = f'"${{TMPDIR:-/tmp}}/{name}"'
+    return (f"cd {workdir} && {_stage(name, patch)} && "
+            f"{{ git apply -v --whitespace=nowarn {target} || patch --batch --fuzz=5 -p1 -i {target}; }}")  # fmt: skip
+
+
+def patch_files(patch: str) -> tuple[list[str], list[str]]:
+    """(files the patch modifies, files it creates)."""
+    modified, created = [], []
+    for section in re.split(r"(?m)^(?=diff --git )", patch):
+        m = re.match(r"diff --git a/(\S+) b/(\S+)", section)
+        if m:
+            (created if re.search(r"(?m)^--- /dev/null", section) else modified).append(m.group(2))
+    return modified, created
+
+
+def setup_tests_commands(inst: RepairInstance, workdir: str) -> list[str]:
+    if inst.test_setup:
+        return [f"cd {workdir} && {command}" for command in inst.test_setup]
+    if not inst.test_patch.strip():
+        return []
+    modified, created = patch_files(inst.test_patch)
+    steps = [f"cd {workdir}"]
+    if modified:
+        steps.append(f"git checkout {shlex.quote(inst.base_commit)} -- {' '.join(map(shlex.quote, modified))}")
+    if created:
+        steps.append(f"rm -f {' '.join(map(shlex.quote, created))}")
+    reset = " && ".join(steps)
+    return [reset, apply_command(inst.test_patch, workdir, "terminus-test.diff")]
+
+
+def tests_command(inst: RepairInstance, workdir: str) -> str:
+    """The test run, its whole log into $TMPDIR (read from the host, so no output cap cuts it)."""
+    out = f'"${{TMPDIR:-/tmp}}/{LOG_NAME}"'
+    prelude = "".join(f"{c} ; " for c in inst.pre_test)
+    if inst.run_script and inst.parser_script:  # SWE-Bench Pro's official scripts decide the statuses
+        t = '"${TMPDIR:-/tmp}"'
+        run = (f"{_stage('run_script.sh', inst.run_script)} && {_stage('parser.py', inst.parser_script)} && "
+               f"cd {workdir} && {{ {prelude}bash {t}/run_script.sh {shlex.quote(inst.meta.get('selected', ''))} "
+               f"> {t}/stdout.log 2> {t}/stderr.log ; python3 {t}/parser.py {t}/stdout.log {t}/stderr.log "
+               f"{t}/output.json ; echo '{START}' ; cat {t}/output.json ; echo '{END}' ; }} > {out} 2>&1")  # fmt: skip
+        return run
+    return f"cd {workdir} && {{ {prelude}echo '{START}' ; {inst.test_cmd} ; echo '{END}' ; }} > {out} 2>&1"
+
+
+def run_tests(box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float) -> tuple[dict[str, str], str]:
+    result = box.run(tests_command(inst, workdir), timeout_s)
+    path = host_tmp(box) / LOG_NAME
+    text = normalise(path.read_bytes()) if path.is_file() else result.output
+    if result.timed_out:
+        text += f"\n[terminus: the test command timed out after {timeout_s:.0f} s]"
+    region = text.split(START, 1)[1] if START in text else text
+    region = region.rsplit(END, 1)[0] if END in region else region
+    statuses = parse_log(inst.log_parser, region)
+    return {normalise_test_id(k): v for k, v in statuses.items()}, text
+
+
+def judge(inst: RepairInstance, statuses: dict[str, str]) -> GradeResult:
+    def passed(test: str) -> bool:
+        return statuses.get(normalise_test_id(test)) in PASSING
+
+    result = GradeResult(inst.instance_id, resolved=False, statuses=statuses)
+    for test in inst.fail_to_pass:
+        (result.f2p_passed if passed(test) else result.f2p_failed).append(test)
+    for test in inst.pass_to_pass:
+        (result.p2p_passed if passed(test) else result.p2p_failed).append(test)
+    result.resolved = bool(inst.fail_to_pass or inst.pass_to_pass) and not result.f2p_failed and not result.p2p_failed
+    return result
+
+
+def _not_run(inst: RepairInstance, error: str, applied: bool, log_text: str = "") -> GradeResult:
+    return GradeResult(
+        inst.instance_id,
+        resolved=False,
+        f2p_failed=list(inst.fail_to_pass),
+        p2p_failed=list(inst.pass_to_pass),
+        patch_applied=applied,
+        error=error,
+        log=log_text,
+    )
+
+
+def grade_in_sandbox(
+    box: Sandbox, inst: RepairInstance, workdir: str, patch: str | None, timeout_s: float = 1800.0
+) -> GradeResult:
+    """Apply `patch`, put the tests in place, run and judge them, in a sandbox at the base commit."""
+    if patch and patch.strip():
+        applied = box.run(apply_command(patch if patch.endswith("\n") else patch + "\n", workdir), 300)
+        if applied.exit_code != 0:
+            return _not_run(inst, "the patch does not apply", False, applied.output)
+    for command in setup_tests_commands(inst, workdir):
+        done = box.run(command, 600)
+        if done.exit_code != 0:
+            return _not_run(inst, f"test setup failed: {done.output.strip()[-300:]}", True, done.output)
+    statuses, text = run_tests(box, inst, workdir, timeout_s)
+    result = judge(inst, statuses)
+    result.log = text
+    return result
+
+
+def grade_patch(
+    inst: RepairInstance,
+    patch: str | None,
+    backend: str | None = None,
+    *,
+    options: dict | None = None,
+    timeout_s: float = 1800.0,
+    limits: Limits | None = None,
+) -> GradeResult:
+    """Grade one prediction (a unified diff against `base_commit`; None or "" is the empty patch)."""
+    try:
+        with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+            return grade_in_sandbox(box, inst, workdir, patch, timeout_s)
+    except (SandboxError, GradeError) as err:
+        return _not_run(inst, f"environment: {err}", False)
+    except Exception as err:  # e.g. the Docker engine refuses the image: a broken environment, not a wrong patch
+        log.warning("%s: the environment failed: %s", inst.instance_id, err)
+        return _not_run(inst, f"environment: {type(err).__name__}: {err}", False)
+
+
+def patch_from_tree(tree: Path, base_commit: str) -> str:
+    """The edits of a working tree (tracked and new files) against `base_commit`, as a patch for `grade_patch`.
+    The tree's own index is left alone: a temporary index records the new files."""
+    with tempfile.TemporaryDirectory() as scratch:
+        env_index = Path(scratch) / "index"
+        env = {**os.environ, "GIT_INDEX_FILE": str(env_index)}
+        for args in (["read-tree", base_commit], ["add", "-A"]):
+            done = subprocess.run(["git", *args], cwd=tree, env=env, capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                raise GradeError(f"`git {' '.join(args)}` in {tree} failed: {done.stderr.strip()[-300:]}")
+        done = subprocess.run(["git", "diff", "--cached", "--binary", base_commit], cwd=tree, env=env,
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        if done.returncode != 0:
+            raise GradeError(f"`git diff` in {tree} failed: {done.stderr.strip()[-300:]}")
+        return done.stdout
+
+
+def patch_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> str:
+    """What was edited inside a sandbox (e.g. by the main agent in the instance's image), as a patch."""
+    name = "terminus-agent.diff"
+    command = (f'cd {workdir} && git add -A && git diff --cached --binary {shlex.quote(inst.base_commit)} '
+               f'> "${{TMPDIR:-/tmp}}/{name}"')  # fmt: skip
+    done = box.run(command, 300)
+    if done.exit_code != 0:
+        raise GradeError(f"{inst.instance_id}: cannot read the edits: {done.output.strip()[-300:]}")
+    return (host_tmp(box) / name).read_text(errors="replace")
+
+
+def grade_tree(inst: RepairInstance, tree: Path, backend: str | None = None, **kwargs) -> GradeResult:
+    """Grade an edited working tree of a local-repository instance (a clone of `repo_path`)."""
+    return grade_patch(inst, patch_from_tree(Path(tree), inst.base_commit), backend, **kwargs)

@@ -1,0 +1,91 @@
+"""The repair instance (what the main agent is given and how it is graded) and the grade of one prediction.
+
+Every SWE-bench-family adapter maps its rows to `RepairInstance`; everything downstream (sandboxes, grading,
+validation, corpus tasks, predictions) reads only this record, never a family's own field names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+SCHEMA = "terminus.swe-instance/1"
+
+
+@dataclass
+class RepairInstance:
+    instance_id: str
+    family: str
+    """verified | pro | sharp | rebench-v2 | multi (the dataset's family; see terminus.swe.families)."""
+    repo: str
+    """owner/name on GitHub: splits and eval-benchmark exclusion are by this identity."""
+    language: str
+    problem_statement: str
+    base_commit: str
+    test_patch: str
+    gold_patch: str
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    test_cmd: str
+    """Shell command run in `workdir`; for families that select test files it already names them."""
+    log_parser: str
+    """A name in terminus.swe.parsers.PARSERS (aliases such as SWE-rebench-V2's `parse_log_pytest` resolve)."""
+    image: str | None = None
+    workdir: str | None = None
+    """The repository inside `image` (/testbed, /app, /<repo name>); None for a local `repo_path`."""
+    repo_path: str | None = None
+    """A local git repository holding `base_commit`: graded in the chosen sandbox, without an image."""
+    test_setup: list[str] = field(default_factory=list)
+    """Commands that put the tests in place instead of applying `test_patch` (SWE-Bench Pro's
+    `before_repo_set_cmd`); run in `workdir` after the model patch."""
+    pre_test: list[str] = field(default_factory=list)
+    """Commands run before the tests in the same shell (e.g. activating the image's conda environment)."""
+    build_cmd: str | None = None
+    run_script: str | None = None
+    """SWE-Bench Pro's per-instance run_script.sh (text), when the harness's run_scripts folder is given."""
+    parser_script: str | None = None
+    """SWE-Bench Pro's per-instance parser.py (text); with it, the official parser decides each test's status."""
+    meta: dict = field(default_factory=dict)
+    schema: str = SCHEMA
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RepairInstance:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"repair instance {data.get('instance_id', '?')}: unknown fields {', '.join(unknown)}")
+        return cls(**data)
+
+
+@dataclass
+class GradeResult:
+    """The official rule: resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passes after the patch."""
+
+    instance_id: str
+    resolved: bool
+    f2p_passed: list[str] = field(default_factory=list)
+    f2p_failed: list[str] = field(default_factory=list)
+    p2p_passed: list[str] = field(default_factory=list)
+    p2p_failed: list[str] = field(default_factory=list)
+    patch_applied: bool = True
+    error: str | None = None
+    statuses: dict[str, str] = field(default_factory=dict)
+    """Every test the log parser saw, with its status (PASSED, FAILED, SKIPPED, ERROR, XFAIL)."""
+    log: str = ""
+
+    def report(self) -> dict:
+        """The entry of `terminus swe grade`'s report for this instance."""
+        return {
+            "resolved": self.resolved,
+            "fail_to_pass": {"passed": len(self.f2p_passed), "failed": len(self.f2p_failed)},
+            "pass_to_pass": {"passed": len(self.p2p_passed), "failed": len(self.p2p_failed)},
+        }
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GradeResult:
+        return cls(**{k: v for k, v in data.items() if k in {f.name for f in fields(cls)}})

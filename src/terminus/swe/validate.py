@@ -1,0 +1,78 @@
+"""Validation of real instances in their environment, before anything trains or is graded on them:
+at base + test patch every FAIL_TO_PASS test fails and every PASS_TO_PASS test passes; with the gold patch they
+all pass. Instances where this does not hold (flaky tests, broken images, wrong expectations) are dropped and
+counted, as registry mutants are."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+from terminus.sandbox import Limits
+from terminus.swe.grade import grade_in_sandbox, instance_sandbox
+from terminus.swe.record import GradeResult, RepairInstance
+
+log = logging.getLogger(__name__)
+
+
+def check_instance(inst: RepairInstance, backend: str | None, options: dict | None = None,
+                   timeout_s: float = 1800.0, limits: Limits | None = None) -> tuple[str | None, dict]:  # fmt: skip
+    """(why the instance is dropped, or None; what was observed). Each run is in a fresh sandbox."""
+    observed: dict = {}
+    try:
+        with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+            before = grade_in_sandbox(box, inst, workdir, "", timeout_s)
+        with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+            after = grade_in_sandbox(box, inst, workdir, inst.gold_patch, timeout_s)
+    except Exception as err:  # an environment that cannot even start is a reason to drop, not to stop
+        return f"environment: {type(err).__name__}: {err}", observed
+    observed = {"before": _summary(before), "after": _summary(after)}
+    if before.error:
+        return f"at base + test patch: {before.error}", observed
+    if before.f2p_passed:
+        return f"FAIL_TO_PASS passes at base + test patch: {', '.join(before.f2p_passed[:5])}", observed
+    if before.p2p_failed:
+        return f"PASS_TO_PASS fails at base + test patch: {', '.join(before.p2p_failed[:5])}", observed
+    if after.error:
+        return f"with the gold patch: {after.error}", observed
+    if not after.resolved:
+        failed = after.f2p_failed + after.p2p_failed
+        return f"with the gold patch these tests still fail: {', '.join(failed[:5])}", observed
+    return None, observed
+
+
+def _summary(result: GradeResult) -> dict:
+    return {"resolved": result.resolved, "error": result.error, "statuses": result.statuses}
+
+
+def validate_instances(
+    instances: list[RepairInstance],
+    backend: str | None,
+    *,
+    options: dict | None = None,
+    concurrency: int = 2,
+    timeout_s: float = 1800.0,
+    limits: Limits | None = None,
+) -> tuple[list[RepairInstance], dict]:
+    """The instances that hold, and a report: counts, and the reason for every dropped instance."""
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        outcomes = list(pool.map(lambda i: check_instance(i, backend, options, timeout_s, limits), instances))
+    kept, dropped, observed = [], {}, {}
+    for inst, (reason, seen) in zip(instances, outcomes, strict=True):
+        observed[inst.instance_id] = seen
+        if reason is None:
+            kept.append(inst)
+        else:
+            log.info("dropping %s: %s", inst.instance_id, reason)
+            dropped[inst.instance_id] = reason
+    report = {
+        "instances": len(instances),
+        "kept": len(kept),
+        "dropped": len(dropped),
+        "dropped_by_family": dict(Counter(i.family for i in instances if i.instance_id in dropped)),
+        "dropped_by_language": dict(Counter(i.language for i in instances if i.instance_id in dropped)),
+        "reasons": dropped,
+        "observed": observed,
+    }
+    return kept, report

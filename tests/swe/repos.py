@@ -1,0 +1,128 @@
+"""Small git repositories with a real bug, built at test time from tests/data/swe/repos/<name>/:
+`base/` (the tree at the base commit), `gold/` and `partial/` (source files after the full and a partial fix),
+`tests/` (test files after the test patch). Commits use fixed identities and dates, so their hashes are the ones
+the dataset rows in tests/data/swe/ name (`python -m tests.swe.repos` rewrites the rows)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "swe"
+GIT_ENV = {"GIT_AUTHOR_NAME": "fixture", "GIT_AUTHOR_EMAIL": "fixture@example.invalid",
+           "GIT_COMMITTER_NAME": "fixture", "GIT_COMMITTER_EMAIL": "fixture@example.invalid",
+           "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+00:00", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+00:00",
+           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+
+
+def git(*args: str, cwd: Path) -> str:
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def _overlay(src: Path, dest: Path) -> None:
+    shutil.copytree(src, dest, dirs_exist_ok=True)
+
+
+def _diff_of(repo: Path, *overlays: Path) -> str:
+    for overlay in overlays:
+        _overlay(overlay, repo)
+    git("add", "-A", cwd=repo)
+    patch = git("diff", "--cached", cwd=repo)
+    git("reset", "-q", "--hard", cwd=repo)
+    return patch
+
+
+def build(name: str, dest: Path) -> dict:
+    """The repository `name` at `dest`: base commit on `main`, the fix (gold + tests) on branch `fix`."""
+    spec = DATA / "repos" / name
+    shutil.copytree(spec / "base", dest)
+    git("init", "-q", "-b", "main", cwd=dest)
+    git("add", "-A", cwd=dest)
+    git("commit", "-q", "-m", f"{name}: base", cwd=dest)
+    base = git("rev-parse", "HEAD", cwd=dest).strip()
+    out = {"base": base, "gold": _diff_of(dest, spec / "gold"), "test": _diff_of(dest, spec / "tests"),
+           "partial": _diff_of(dest, spec / "partial")}  # fmt: skip
+    git("checkout", "-q", "-b", "fix", cwd=dest)
+    _overlay(spec / "gold", dest)
+    _overlay(spec / "tests", dest)
+    git("add", "-A", cwd=dest)
+    git("commit", "-q", "-m", f"{name}: fix", cwd=dest)
+    out["fix"] = git("rev-parse", "HEAD", cwd=dest).strip()
+    git("checkout", "-q", "main", cwd=dest)
+    return out
+
+
+LEDGER_F2P = ["tests/test_money.py::test_split_keeps_total", "tests/test_money.py::test_discount_rounds_half_up"]
+LEDGER_P2P = ["tests/test_money.py::test_add", "tests/test_money.py::test_split_even",
+              "tests/test_money.py::test_discount_whole"]  # fmt: skip
+HOST_IMAGE = "terminus-sandbox:host"
+
+
+def rows(built: dict[str, dict]) -> dict[str, list[dict]]:
+    """The dataset rows of every family, in their published schemas, over the built repositories."""
+    ledger, units, slug = built["ledger"], built["units"], built["slugify"]
+    verified = {
+        "repo": "acme/ledger", "instance_id": "acme__ledger-101", "base_commit": ledger["base"],
+        "patch": ledger["gold"], "test_patch": ledger["test"],
+        "problem_statement": "split() loses cents: split(1000, 3) gives [333, 333, 333], which adds up to 999. "
+                             "And apply_discount(999, 15) gives 850; the discount of 149.85 should round to 150.",
+        "hints_text": "", "created_at": "2024-01-01T00:00:00Z", "version": "0.1",
+        "FAIL_TO_PASS": json.dumps(LEDGER_F2P), "PASS_TO_PASS": json.dumps(LEDGER_P2P),
+        "environment_setup_commit": ledger["base"], "difficulty": "<15 min fix",
+        "repo_path": "git/ledger", "test_cmd": "python -m pytest -rA -p no:cacheprovider {test_files}",
+        "log_parser": "pytest", "image": HOST_IMAGE,
+    }  # fmt: skip
+    # Planted broken row: its FAIL_TO_PASS names a test that already passes at the base commit.
+    broken = {**verified, "instance_id": "acme__ledger-102",
+              "FAIL_TO_PASS": json.dumps([*LEDGER_F2P, "tests/test_money.py::test_add"]),
+              "PASS_TO_PASS": json.dumps(LEDGER_P2P[1:])}  # fmt: skip
+    pro = {
+        "repo": "acme/units", "instance_id": f"instance_acme__units-{units['fix']}-vnan",
+        "base_commit": units["base"], "patch": units["gold"], "test_patch": units["test"],
+        "problem_statement": 'ParseSize("3MB") returns 3000 instead of 3000000, and lowercase units such as '
+                             '"10kb" are rejected with "no unit".',
+        "requirements": "- ParseSize must treat MB as 1000 * 1000 bytes.\n- Units must be case-insensitive.",
+        "interface": "No new interfaces are introduced.", "repo_language": "go",
+        "fail_to_pass": repr(["TestParseSizeMegabytes", "TestParseSizeLowercase"]),
+        "pass_to_pass": repr(["TestParseSizeBytes", "TestParseSizeKilobytes"]),
+        "issue_specificity": repr(["minor_bug"]), "issue_categories": repr(["back_end_knowledge"]),
+        "before_repo_set_cmd": f"git reset --hard {units['base']}\ngit clean -fd \ngit checkout {units['base']} \n"
+                               f"git checkout {units['fix']} -- size_test.go",
+        "selected_test_files_to_run": repr(["TestParseSizeMegabytes", "TestParseSizeLowercase",
+                                            "TestParseSizeBytes", "TestParseSizeKilobytes"]),
+        "dockerhub_tag": f"acme.units-acme__units-{units['fix']}-vnan",
+        "repo_path": "git/units", "test_cmd": "go test -v -run '{test_names_regex}' ./...", "log_parser": "gotest",
+        "image": HOST_IMAGE,
+    }  # fmt: skip
+    rebench = {
+        "instance_id": "acme__slugify-lite-7", "repo": "acme/slugify-lite", "base_commit": slug["base"],
+        "patch": slug["gold"], "test_patch": slug["test"],
+        "problem_statement": "slugify('Hello,  World') gives 'hello---world' and slugify('Hi there!') ends in a "
+                             "dash; slugs should use single dashes and never start or end with one.",
+        "hints_text": "", "created_at": "2024-01-01T00:00:00Z",
+        "FAIL_TO_PASS": ["collapses runs of separators", "trims separators at the ends"],
+        "PASS_TO_PASS": ["lowercases words", "joins words with a dash"],
+        "image_name": HOST_IMAGE,
+        "install_config": {"base_image_name": "node:20-bookworm", "install": ["npm install --ignore-scripts"],
+                           "test_cmd": "node --test test/slug.test.js", "log_parser": "node"},
+        "language": "javascript", "meta": {"num_modified_files": 1},
+        "repo_path": "git/slugify",
+    }  # fmt: skip
+    return {"verified": [verified, broken], "pro": [pro], "rebench-v2": [rebench]}
+
+
+def build_all(root: Path) -> dict[str, dict]:
+    return {name: build(name, root / "git" / name) for name in ("ledger", "units", "slugify")}
+
+
+if __name__ == "__main__":  # rewrite the committed rows after editing a repository under tests/data/swe/repos
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        for family, family_rows in rows(build_all(Path(scratch))).items():
+            text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in family_rows)
+            (DATA / f"{family}.jsonl").write_text(text)

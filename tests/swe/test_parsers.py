@@ -1,0 +1,140 @@
+"""Log parsers on the output formats of real runners; TRX on a sample in the exact TRX schema."""
+
+from __future__ import annotations
+
+import pytest
+
+from terminus.swe.parsers import ParserError, normalise_test_id, parse_log, resolve
+
+from .repos import DATA
+
+PYTEST = """tests/test_money.py::test_add PASSED                                      [ 20%]
+tests/test_money.py::test_split[3] FAILED                                 [ 40%]
+=========================== short test summary info ============================
+PASSED tests/test_money.py::test_add
+FAILED tests/test_money.py::test_split[3] - assert [333, 333, 333] == [334, 333, 333]
+SKIPPED [1] tests/test_money.py:20: needs decimal
+XFAIL tests/test_money.py::test_rounding - known
+ERROR tests/test_io.py::test_read - FileNotFoundError
+"""
+GO = """=== RUN   TestParse
+=== RUN   TestParse/empty
+    size_test.go:12: ParseSize("") = 0, <nil>; want an error
+--- FAIL: TestParse (0.00s)
+    --- FAIL: TestParse/empty (0.00s)
+    --- PASS: TestParse/bytes (0.00s)
+--- PASS: TestBytes (0.00s)
+--- SKIP: TestSlow (0.00s)
+FAIL
+FAIL	example.com/units	0.003s
+"""
+JEST = """PASS src/slug.test.js
+  slugify
+    ✓ lowercases words (3 ms)
+    ✕ trims separators at the ends (12 ms)
+    ○ skipped handles emoji
+"""
+NODE_TAP = """TAP version 13
+# Subtest: slugify
+    # Subtest: lowercases words
+    ok 1 - lowercases words
+      ---
+      duration_ms: 0.4
+      ...
+    # Subtest: trims separators
+    not ok 2 - trims separators
+      ---
+      duration_ms: 1.1
+      ...
+    1..2
+not ok 1 - slugify
+# Subtest: joins words
+ok 2 - joins words # SKIP not yet
+1..2
+"""
+MOCHA = """
+  slugify
+    ✓ lowercases words
+    ✓ joins words (41ms)
+    1) trims separators
+    - handles emoji
+
+
+  2 passing (52ms)
+  1 pending
+  1 failing
+
+  1) slugify
+       trims separators:
+     AssertionError: expected 'hi-' to equal 'hi'
+"""
+CARGO = """running 3 tests
+test size::tests::parses_bytes ... ok
+test size::tests::parses_megabytes ... FAILED
+test size::tests::slow ... ignored
+
+failures:
+"""
+
+
+def test_pytest_summary_and_verbose_lines():
+    statuses = parse_log("pytest", PYTEST)
+    assert statuses == {
+        "tests/test_money.py::test_add": "PASSED",
+        "tests/test_money.py::test_split[3]": "FAILED",
+        "tests/test_money.py::test_rounding": "XFAIL",
+        "tests/test_io.py::test_read": "ERROR",
+    }
+
+
+def test_go_test_with_subtests():
+    assert parse_log("parse_log_gotest", GO) == {"TestParse": "FAILED", "TestParse/empty": "FAILED",
+                                                 "TestParse/bytes": "PASSED", "TestBytes": "PASSED",
+                                                 "TestSlow": "SKIPPED"}  # fmt: skip
+
+
+def test_jest_marks_and_timings():
+    assert parse_log("jest", JEST) == {"lowercases words": "PASSED", "trims separators at the ends": "FAILED",
+                                       "skipped handles emoji": "SKIPPED"}  # fmt: skip
+
+
+def test_node_tap_nesting_and_skip():
+    statuses = parse_log("node", NODE_TAP)
+    assert statuses["lowercases words"] == "PASSED"
+    assert statuses["slugify > trims separators"] == "FAILED"
+    assert statuses["slugify"] == "FAILED"
+    assert statuses["joins words"] == "SKIPPED"
+
+
+def test_mocha_spec_reporter():
+    assert parse_log("mocha", MOCHA) == {"lowercases words": "PASSED", "joins words": "PASSED",
+                                         "trims separators": "FAILED", "handles emoji": "SKIPPED"}  # fmt: skip
+
+
+def test_cargo():
+    assert parse_log("cargo", CARGO) == {"size::tests::parses_bytes": "PASSED",
+                                         "size::tests::parses_megabytes": "FAILED",
+                                         "size::tests::slow": "SKIPPED"}  # fmt: skip
+
+
+def test_trx_sample_in_a_test_log():
+    """A TRX file as `dotnet test --logger trx` writes it, printed after the build output."""
+    log = "  Determining projects to restore...\n  StringKit -> /testbed/bin/StringKit.dll\n"
+    log += (DATA / "sample.trx").read_text().split("\n", 1)[1]  # `cat` prints the XML declaration too; drop it
+    statuses = parse_log("trx", log)
+    assert statuses["StringKit.Tests.TruncateTests.KeepsShortText"] == "PASSED"
+    assert statuses["StringKit.Tests.TruncateTests.AddsEllipsis"] == "FAILED"
+    assert statuses["StringKit.Tests.TruncateTests.HandlesSurrogatePairs"] == "SKIPPED"
+    # A theory: each case under its display name; the method fails if any case fails.
+    assert statuses["StringKit.Tests.TruncateTests.RespectsLength(length: 3)"] == "PASSED"
+    assert statuses["StringKit.Tests.TruncateTests.RespectsLength(length: 0)"] == "FAILED"
+    assert statuses["StringKit.Tests.TruncateTests.RespectsLength"] == "FAILED"
+    with pytest.raises(ParserError, match="not well-formed"):
+        parse_log("trx", "<TestRun><Results></TestRun>")
+
+
+def test_unknown_parser_and_timing_suffixes():
+    with pytest.raises(ParserError, match="unknown log parser 'nunit'"):
+        resolve("nunit")
+    assert normalise_test_id("adds numbers [1.3 ms]") == "adds numbers"
+    assert normalise_test_id("adds numbers (5ms)") == "adds numbers"
