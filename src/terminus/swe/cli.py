@@ -99,9 +99,8 @@ def validate_command(
     docker_url: str = typer.Option(None, help="Docker engine URL."),
 ) -> None:
     """Keep the instances whose F2P fail and P2P pass at base + test patch, and all pass with the gold patch."""
-    from terminus.agent.trajectory import write_json_atomic
+    from terminus.io import write_json_atomic, write_jsonl_atomic
     from terminus.swe.validate import validate_instances
-    from terminus.tasks.record import write_jsonl_atomic
 
     options = _options(sandbox, docker_url)
     instances = _instances(dataset, benchmark, split, instance_ids)
