@@ -200,6 +200,8 @@ def test_grpo_steps_change_the_parameters(tiny_model, sft_data, tmp_path):
     logs = [json.loads(x) for x in (tmp_path / "grpo" / "metrics.jsonl").read_text().splitlines()]
     steps = [row for row in logs if "reward" in row]
     assert len(steps) == 3 and all("episode/turns" in row and "reward_std" in row for row in steps)
+    # the 4 rollouts of a step generate together: every batch holds more than one episode's turn
+    assert all(1 < row["episode/batch_size"] <= 4 and row["episode/generated_tokens_per_s"] > 0 for row in steps)
 
 
 @pytest.mark.slow
