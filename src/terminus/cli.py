@@ -10,9 +10,11 @@ from pathlib import Path
 
 import typer
 
+from terminus.cli_support import COPY_HELP, REQUEST_TIMEOUT_HELP, RETRIES_HELP, OneLineErrors, endpoint_options
+from terminus.errors import set_debug
 from terminus.sandbox import BACKENDS, SandboxError, default_backend, make_sandbox
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, cls=OneLineErrors)
 
 DEMO_PROJECT = Path(__file__).resolve().parents[2] / "examples" / "demo-project"
 
@@ -20,6 +22,11 @@ DEMO_PROJECT = Path(__file__).resolve().parents[2] / "examples" / "demo-project"
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="Tracebacks for errors too (or TERMINUS_DEBUG=1).")):
+    set_debug(debug)
 
 
 @app.command("run")
@@ -75,9 +82,13 @@ def exec_subagent(
     policy: str = typer.Option("scripted", help="scripted | openai | transformers | vllm"),
     model: str = typer.Option(None, help="Hub id or model folder (transformers, vllm) or served model (openai)."),
     base_url: str = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
+    api_key_env: str = typer.Option(None, help="Environment variable holding the endpoint's API key."),
+    request_timeout: float = typer.Option(120.0, min=0.1, help=REQUEST_TIMEOUT_HELP),
+    max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     max_turns: int = typer.Option(10, min=1, help="Turn limit; the last turn must give the final answer."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole trajectory record as JSON."),
+    copy: str = typer.Option("git", help=COPY_HELP),
 ) -> None:
     """Run the Execution Subagent on any directory and print its final answer and notes."""
     import json
@@ -87,16 +98,22 @@ def exec_subagent(
 
     if not repo.is_dir():
         _fail(f"--repo {repo} does not exist or is not a folder")
+    if not query.strip():
+        _fail("--query is empty: say what the subagent should do, e.g. --query 'run the tests'")
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
-    from terminus.models.openai_compat import PolicyError
+    if copy not in ("git", "all"):
+        _fail(f"--copy {copy!r}: choose git or all")
+    from terminus.models.openai_compat import PolicyError, api_key_from_env
 
     try:
-        agent_policy = make_policy(policy, model=model, base_url=base_url)
+        key = api_key_from_env(api_key_env, "--api-key-env")
+        options = endpoint_options(policy, request_timeout, max_retries, key)
+        agent_policy = make_policy(policy, model=model, base_url=base_url, **options)
     except (ValueError, PolicyError, OSError) as err:
         _fail(str(err))
     try:
-        with make_sandbox(sandbox, repo) as box:
+        with make_sandbox(sandbox, repo, copy=copy) as box:
             traj = ExecutionSubagent(agent_policy, box, AgentConfig(max_turns=max_turns)).run(query, description)
     except SandboxError as err:
         _fail(str(err))

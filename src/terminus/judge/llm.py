@@ -23,6 +23,7 @@ import jinja2
 import yaml
 
 from terminus.agent.trajectory import write_json_atomic
+from terminus.errors import TerminusError
 from terminus.judge.rubric import Rubric
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ DEFAULT_PROMPTS = ROOT / "configs" / "judge" / "prompts.yaml"
 OUTPUT_CHARS = 800  # of each command's output shown to the judge (head and tail)
 
 
-class JudgeError(RuntimeError):
+class JudgeError(TerminusError, RuntimeError):
     """The judge cannot run at all: no key, endpoint unreachable, model unknown."""
 
 

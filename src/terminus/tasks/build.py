@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from terminus.errors import TerminusError
 from terminus.tasks import manifest as manifests
 from terminus.tasks import registry, synthetic
 from terminus.tasks.queries import make_query, paraphrase
@@ -29,7 +30,7 @@ PAPER = {"test-execution": 2692, "error-diagnosis": 2166, "build/compile": 969, 
 SHORT = {"test-execution": "tests", "error-diagnosis": "diagnose", "build/compile": "build", "dependency": "deps"}
 
 
-class CorpusError(ValueError):
+class CorpusError(TerminusError, ValueError):
     pass
 
 

@@ -23,12 +23,13 @@ from pathlib import Path
 
 import yaml
 
+from terminus.errors import TerminusError
 from terminus.tasks.record import TASK_TYPES
 
 REQUIRED = ("id", "repo", "commit", "image", "language", "task_type", "facts")
 
 
-class ManifestError(ValueError):
+class ManifestError(TerminusError, ValueError):
     pass
 
 
