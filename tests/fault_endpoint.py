@@ -50,10 +50,10 @@ class FaultEndpoint:
                 if mode == "never":
                     endpoint.stop.wait(120)  # hold the connection open, silent, until the test ends
                     return
+                retry_after = {"Retry-After": endpoint.retry_after}
                 status, body, ctype, headers = {
                     "ok": (200, json.dumps(completion()), "application/json", {}),
-                    "429": (429, '{"error": {"message": "slow down"}}', "application/json",
-                            {"Retry-After": endpoint.retry_after}),  # fmt: skip
+                    "429": (429, '{"error": {"message": "slow down"}}', "application/json", retry_after),
                     "500": (500, '{"error": {"message": "boom"}}', "application/json", {}),
                     "malformed": (200, '{"id": "x", "choices": [', "application/json", {}),
                     "html": (200, "<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html", {}),

@@ -35,6 +35,7 @@ def run_command(
     repo: Path = typer.Option(Path("."), help="Repository to copy into the sandbox's workspace."),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     timeout: float = typer.Option(60.0, help="Seconds before the command is killed."),
+    copy: str = typer.Option("git", help=COPY_HELP),
 ) -> None:
     """Run one command in a sandbox over a copy of REPO and print what the terminal tool returns."""
     from terminus.agent.terminal import observation
@@ -42,7 +43,7 @@ def run_command(
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     try:
-        with make_sandbox(sandbox, repo) as box:
+        with make_sandbox(sandbox, repo, copy=copy) as box:
             typer.echo(observation(box.run(command, timeout)))
     except SandboxError as err:
         _fail(str(err))
@@ -102,8 +103,6 @@ def exec_subagent(
         _fail("--query is empty: say what the subagent should do, e.g. --query 'run the tests'")
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
-    if copy not in ("git", "all"):
-        _fail(f"--copy {copy!r}: choose git or all")
     from terminus.models.openai_compat import PolicyError, api_key_from_env
 
     try:

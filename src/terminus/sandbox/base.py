@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from terminus.errors import TerminusError
-from terminus.sandbox.copying import copy_repository
+from terminus.sandbox.copying import COPY_MODES, copy_repository
 from terminus.sandbox.output import OutputCollector
 from terminus.sandbox.procs import MARKER_VAR, EnvMarker, PidsCgroup, make_tracker
 from terminus.sandbox.tmproot import run_root
@@ -131,6 +131,8 @@ class Workspace:
     def __init__(self, source: Path | None, root: Path | None = None, copy: str = "git") -> None:
         if source is not None and not Path(source).is_dir():  # checked first: no empty temp folder is left
             raise SandboxError(f"repository folder {source} does not exist or is not a folder")
+        if copy not in COPY_MODES:
+            raise SandboxError(f"copy mode {copy!r}: choose one of {', '.join(COPY_MODES)}")
         self.root = Path(tempfile.mkdtemp(prefix="ws-", dir=root or run_root()))
         self.repo = self.root / "workspace"
         self.home = self.root / "home"
