@@ -21,3 +21,12 @@ def write_text_atomic(path: Path | str, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def ensure_inside(path: Path | str, folder: Path | str, what: str = "path") -> Path:
+    """`path`, resolved, if it lies inside `folder` (after resolving `..` and symlinks); ValueError otherwise.
+    Every path a run derives from data (an id, a manifest entry) goes through this before anything is written."""
+    resolved, root = Path(path).resolve(), Path(folder).resolve()
+    if resolved != root and root not in resolved.parents:
+        raise ValueError(f"{what} {path} lies outside {root}; refusing to write there")
+    return resolved
