@@ -10,7 +10,17 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli_support import COPY_HELP, REQUEST_TIMEOUT_HELP, RETRIES_HELP, OneLineErrors, endpoint_options
+from terminus.cli_support import (
+    COPY_HELP,
+    FORCE_HELP,
+    REQUEST_TIMEOUT_HELP,
+    RETRIES_HELP,
+    RETRY_FAILED_HELP,
+    OneLineErrors,
+    endpoint_options,
+    outcome_line,
+    override_endpoint_limits,
+)
 from terminus.errors import set_debug
 from terminus.sandbox import BACKENDS, SandboxError, default_backend, make_sandbox
 
@@ -187,6 +197,7 @@ def tasks_validate(
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
     quiet: bool = typer.Option(False, help="No progress bar."),
+    force: bool = typer.Option(False, help=FORCE_HELP),
 ) -> None:
     """Run the scripted expert on every task; keep the tasks whose facts its answer states, report the rest."""
     from terminus.collect.validate import validate_tasks
@@ -195,7 +206,7 @@ def tasks_validate(
     report = report or out.with_suffix(".validation.json")
     try:
         result = validate_tasks(tasks, out, report, backend=sandbox, concurrency=concurrency,
-                                show_progress=not quiet)  # fmt: skip
+                                show_progress=not quiet, force=force)  # fmt: skip
     except TaskFileError as err:
         _fail(str(err))
     typer.echo(f"{result['kept']} of {result['tasks']} tasks reproduce their ground truth; "
@@ -215,6 +226,10 @@ def collect_command(
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
     max_turns: int = typer.Option(10, min=2, help="Turn limit per episode."),
+    request_timeout: float = typer.Option(120.0, min=0.1, help=REQUEST_TIMEOUT_HELP),
+    max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=RETRY_FAILED_HELP),
+    force: bool = typer.Option(False, help=FORCE_HELP),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run a teacher over the tasks and write its trajectories."""
@@ -225,14 +240,16 @@ def collect_command(
 
     try:
         key = api_key_from_env(api_key_env, "--api-key-env")
-        teacher = make_policy(policy, model=model, base_url=base_url, **({"api_key": key} if key else {}))
+        options = endpoint_options(policy, request_timeout, max_retries, key)
+        teacher = make_policy(policy, model=model, base_url=base_url, **options)
         records = collect(tasks, teacher, out, splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
                           samples=samples, backend=sandbox, max_turns=max_turns, concurrency=concurrency,
-                          show_progress=not quiet)  # fmt: skip
+                          show_progress=not quiet, force=force, retry_failed=retry_failed)  # fmt: skip
     except (TaskFileError, PolicyError, ValueError, OSError) as err:
         _fail(str(err))
-    answered = sum(1 for r in records if r["termination"] == "final_answer")
-    typer.echo(f"{len(records)} trajectories in {out} ({answered} with a final answer)")
+    typer.echo(outcome_line(records, out, "trajectories"))
+    if any(r["termination"] == "crash" for r in records):
+        raise typer.Exit(1)  # the file is written; a rerun retries the crashed episodes
 
 
 @app.command("sft-data")
@@ -270,7 +287,9 @@ def _judge_from_config(cfg: dict, run: Path, no_llm: bool = False):
         _fail(str(err))
     endpoint, serve = judge_cfg.get("endpoint"), judge_cfg.get("serve")
     common = {"prompts": Path(judge_cfg["prompts"]), "cache_dir": run / "judge" / "cache",
-              "concurrency": judge_cfg["concurrency"], "max_tokens": judge_cfg["max_tokens"]}  # fmt: skip
+              "concurrency": judge_cfg["concurrency"], "max_tokens": judge_cfg["max_tokens"],
+              "request_timeout": judge_cfg.get("request_timeout"),
+              "max_retries": judge_cfg.get("max_retries")}  # fmt: skip
     if no_llm or (not endpoint and not serve):
         yield None
     elif endpoint:
@@ -302,6 +321,8 @@ def judge_command(
     references: Path = typer.Option(None, help="Reference trajectories (e.g. the expert's), keyed by task."),
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Fact checker only, even if the config names a judge."),
+    request_timeout: float = typer.Option(None, min=0.1, help=f"{REQUEST_TIMEOUT_HELP} Default: config's."),
+    max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
 ) -> None:
     """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""
     from terminus.config import run_dir
@@ -309,7 +330,7 @@ def judge_command(
     from terminus.tasks.record import TaskFileError, load_tasks, write_jsonl_atomic
     from terminus.train.data import read_jsonl
 
-    cfg = _config(config)
+    cfg = override_endpoint_limits(_config(config), "judge", request_timeout, max_retries)
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
         records = read_jsonl(trajectories)
@@ -451,9 +472,14 @@ def eval_command(
     out: Path = typer.Option(None, help="Folder (default results/<run>/eval): records.jsonl and summary.csv."),
     references: Path = typer.Option(None, help="Expert trajectories: the judge's references."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Score the execution benchmark with the fact checker only."),
+    request_timeout: float = typer.Option(None, min=0.1, help=f"{REQUEST_TIMEOUT_HELP} Default: config's."),
+    max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=RETRY_FAILED_HELP),
+    force: bool = typer.Option(False, help=FORCE_HELP),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run the grid (resumable) and write per-cell metrics with bootstrap intervals and paired differences."""
+    from terminus.collect.provenance import file_sha256
     from terminus.config import run_dir, stamp
     from terminus.eval.grid import run_grid
     from terminus.eval.metrics import summarise, write_csv
@@ -461,12 +487,14 @@ def eval_command(
     from terminus.tasks.record import TaskFileError, load_tasks
     from terminus.train.data import read_jsonl
 
-    cfg = _config(config)
+    cfg = override_endpoint_limits(_config(config), "eval", request_timeout, max_retries)
     out = out or run_dir(cfg) / "eval"
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
     except TaskFileError as err:
         _fail(str(err))
+    inputs = {"config_hash": cfg["_hash"], "tasks_sha256": file_sha256(tasks), "no_llm": no_llm}
+    resume = {"force": force, "retry_failed": retry_failed, "provenance": inputs}
     refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
     for sub in cfg["eval"]["subagents"]:
         if sub.get("model") and sub["policy"] in ("transformers", "vllm"):
@@ -478,7 +506,7 @@ def eval_command(
     with _judge_from_config(cfg, run_dir(cfg), no_llm) as judge:
         scorer = Scorer(tasks=task_map, judge=judge, config=ScorerConfig.load(cfg["judge"]["scorer"]), references=refs)
         try:
-            records = run_grid(cfg, tasks, out, scorer, show_progress=not quiet)
+            records = run_grid(cfg, tasks, out, scorer, show_progress=not quiet, resume=resume)
         except ValueError as err:
             _fail(str(err))
     rows = summarise(records, stamp(cfg))

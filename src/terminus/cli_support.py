@@ -38,3 +38,31 @@ def endpoint_options(policy: str, request_timeout: float | None, max_retries: in
     if max_retries is not None:
         options["max_retries"] = int(max_retries)
     return options
+
+
+RETRY_FAILED_HELP = "Run again the episodes whose record says they crashed or their endpoint failed (default)."
+FORCE_HELP = "Discard an output made from other inputs (policy, model, task file, samples, config) and start afresh."
+
+
+def override_endpoint_limits(cfg: dict, section: str, request_timeout: float | None, max_retries: int | None) -> dict:
+    """Flags over the config section's `request_timeout`/`max_retries`; eval's agent specs inherit them."""
+    part = cfg[section]
+    if request_timeout is not None:
+        part["request_timeout"] = request_timeout
+    if max_retries is not None:
+        part["max_retries"] = max_retries
+    if section == "eval":
+        for spec in part["main_agents"] + part["subagents"]:
+            for key, flag in (("request_timeout", request_timeout), ("max_retries", max_retries)):
+                spec[key] = flag if flag is not None else spec.get(key, part[key])
+    return cfg
+
+
+def outcome_line(records: list[dict], out, what: str) -> str:
+    """The counts of the file just written (not of this run alone)."""
+    answered = sum(1 for r in records if r.get("termination") == "final_answer")
+    crashed = [r for r in records if r.get("termination") == "crash"]
+    line = f"{len(records)} {what} in {out} ({answered} with a final answer"
+    if crashed:
+        line += f"; {len(crashed)} crashed, rerun to retry them; first: {crashed[0].get('error')}"
+    return line + ")"

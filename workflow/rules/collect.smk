@@ -12,6 +12,7 @@ rule collect:
         key=f"--api-key-env {config['collect']['api_key_env']}" if config["collect"].get("api_key_env") else "",
         splits=",".join(config["collect"]["splits"]),
         max_turns=config["collect"]["max_turns"],
+        limits=f"--request-timeout {config['collect']['request_timeout']} --max-retries {config['collect']['max_retries']}",
     threads: 4
     conda:
         ENV
@@ -20,7 +21,7 @@ rule collect:
         runtime=240,
     shell:
         "terminus collect --tasks {input} --out {output} --policy {params.policy} {params.model} {params.base_url} {params.key} "
-        "--splits {params.splits} --max-turns {params.max_turns} --concurrency {threads} --quiet > {log} 2>&1"
+        "--splits {params.splits} --max-turns {params.max_turns} {params.limits} --concurrency {threads} --quiet > {log} 2>&1"
 
 
 rule judge_teacher:

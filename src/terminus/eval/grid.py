@@ -22,7 +22,7 @@ from terminus.collect.runner import run_episode, run_jobs
 from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent, test_command
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.tokens import TokenCounter
-from terminus.models.openai_compat import api_key_from_env
+from terminus.models.openai_compat import api_key_from_env, endpoint_limits
 from terminus.sandbox import make_sandbox
 from terminus.tasks.record import Task, load_tasks
 
@@ -41,6 +41,8 @@ def subagent_policy(spec: dict):
         options["max_new_tokens"] = spec.get("max_new_tokens", 256)
     if spec["policy"] == "openai" and spec.get("api_key_env"):
         options["api_key"] = api_key_from_env(spec["api_key_env"], f"subagent {spec['name']}")
+    if spec["policy"] == "openai":
+        options.update(endpoint_limits(spec))
     return make_policy(spec["policy"], model=spec.get("model"), base_url=spec.get("base_url"), **options)
 
 
@@ -48,7 +50,7 @@ def main_brain(spec: dict):
     if spec["kind"] == "replay":
         return ReplayMainAgent()
     key = api_key_from_env(spec.get("api_key_env"), f"main agent {spec['name']}")
-    return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key)
+    return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key, **endpoint_limits(spec))
 
 
 def verify(task: Task, tree: Path, backend: str | None) -> bool:
@@ -174,7 +176,10 @@ def cells(eval_cfg: dict) -> list[tuple[dict, dict, str, int]]:
     return out
 
 
-def run_grid(config: dict, tasks_file: Path, out_dir: Path, scorer, *, show_progress: bool = True) -> list[dict]:
+def run_grid(
+    config: dict, tasks_file: Path, out_dir: Path, scorer, *, show_progress: bool = True, resume: dict | None = None
+) -> list[dict]:
+    """`resume`: run_jobs's provenance, force and retry_failed (a rerun with other inputs is refused)."""
     from terminus.config import stamp as make_stamp
 
     eval_cfg = config["eval"]
@@ -204,4 +209,5 @@ def run_grid(config: dict, tasks_file: Path, out_dir: Path, scorer, *, show_prog
                 job = partial(execution_episode, task, tasks_file, main, sub, seed, backend, stamp, scorer)
             jobs.append((key, job))
     out_dir.mkdir(parents=True, exist_ok=True)
-    return run_jobs(jobs, out_dir / "records.jsonl", eval_cfg["concurrency"], show_progress, "eval grid", key="key")
+    return run_jobs(jobs, out_dir / "records.jsonl", eval_cfg["concurrency"], show_progress, "eval grid", key="key",
+                    **(resume or {}))  # fmt: skip

@@ -166,6 +166,8 @@ class LLMJudge:
         max_tokens: int = 1024,
         policy=None,
         cache_namespace: str = "",
+        request_timeout: float | None = None,
+        max_retries: int | None = None,
     ) -> None:
         self.rubric = rubric
         self.model = model
@@ -180,11 +182,18 @@ class LLMJudge:
         env.globals["render"] = render_episode
         self.templates = {k: env.from_string(raw[k]) for k in ("system", "single", "group")}
         if policy is None:  # the key is checked here, before any episode is scored
-            from terminus.models.openai_compat import MissingKeyError, OpenAIPolicy, PolicyError, api_key_from_env
+            from terminus.models.openai_compat import (
+                MissingKeyError,
+                OpenAIPolicy,
+                PolicyError,
+                api_key_from_env,
+                endpoint_limits,
+            )
 
             try:
                 key = api_key_from_env(api_key_env, "judge")
-                policy = OpenAIPolicy(model, base_url=base_url, api_key=key, max_tokens=max_tokens)
+                limits = endpoint_limits({"request_timeout": request_timeout, "max_retries": max_retries})
+                policy = OpenAIPolicy(model, base_url=base_url, api_key=key, max_tokens=max_tokens, **limits)
             except MissingKeyError as err:
                 raise JudgeError(str(err)) from None
             except PolicyError as err:

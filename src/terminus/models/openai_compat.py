@@ -52,6 +52,16 @@ def api_key_from_env(variable: str | None, who: str) -> str | None:
     return key
 
 
+def endpoint_limits(spec: dict) -> dict:
+    """OpenAIPolicy's keyword arguments from a config spec's `request_timeout` and `max_retries` (where set)."""
+    limits = {}
+    if spec.get("request_timeout") is not None:
+        limits["timeout_s"] = float(spec["request_timeout"])
+    if spec.get("max_retries") is not None:
+        limits["max_retries"] = int(spec["max_retries"])
+    return limits
+
+
 def _message_of(response) -> dict:
     """The assistant message of a parsed completion, or MalformedReply saying what is wrong with it."""
     if isinstance(response, str | bytes):  # the SDK hands back non-JSON bodies (an HTML error page) as text
