@@ -102,7 +102,11 @@ def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
     out = tmp_path / "resumed"
     command = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out),
                "--quiet", "--no-llm"]  # fmt: skip
-    proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tmp = tmp_path / "tmp"  # a private temp dir: what the killed run leaves there is ours to look at
+    tmp.mkdir()
+    env = os.environ | {"TMPDIR": str(tmp)}
+    proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env)  # fmt: skip
     part = out / "records.jsonl.part"
     deadline = time.time() + 120
     while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 3):
@@ -110,7 +114,10 @@ def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (out / "summary.csv").exists()
-    subprocess.run(command, check=True, capture_output=True)
+    left = list(tmp.glob(f"terminus-run-{proc.pid}-*"))
+    assert left  # kill -9 left the run's workspaces behind
+    subprocess.run(command, check=True, capture_output=True, env=env)
+    assert not list(tmp.glob("terminus-run-*"))  # the rerun removed them (and its own root on exit)
     keys = [json.loads(line)["key"] for line in (out / "records.jsonl").read_text().splitlines()]
     assert len(keys) == len(set(keys)) == len(reference)
 
