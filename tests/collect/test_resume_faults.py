@@ -58,6 +58,7 @@ def test_crashed_episodes_are_retried_on_the_next_run(fault_endpoint, tmp_path):
     assert failed.exit_code == 1, failed.output
     assert "3 crashed" in failed.output and "Traceback" not in failed.output
     assert [r["termination"] for r in _lines(out)] == ["crash"] * 3
+    assert out.with_name(out.name + ".part").is_file()  # kept while records failed: deleting `out` loses nothing
     kept = _collect(tasks, out, *_endpoint_args(fault_endpoint), "--keep-failed")  # the opt-out: nothing is redone
     assert kept.exit_code == 1 and len(fault_endpoint.arrivals) == 3
     fault_endpoint.script = fault_endpoint.script * 3 + ["ok"]
@@ -66,6 +67,7 @@ def test_crashed_episodes_are_retried_on_the_next_run(fault_endpoint, tmp_path):
     assert len(fault_endpoint.arrivals) == 6  # one request per crashed episode
     assert [r["termination"] for r in _lines(out)] == ["final_answer"] * 3
     assert "3 trajectories" in done.output and "3 with a final answer" in done.output
+    assert not out.with_name(out.name + ".part").exists()
 
 
 @pytest.mark.timeout(120)

@@ -3,7 +3,8 @@
 Records are appended to `<out>.part` as each episode ends (one line, flushed and fsynced). A rerun reads the
 complete lines of the part file, runs only the missing keys, then writes `<out>` sorted by key, atomically.
 A record counts as done only if its episode finished: `crash` records and endpoint failures (`error`) are run
-again unless `retry_failed` is off. `<out-stem>.provenance.json` says what produced the records; a rerun with
+again unless `retry_failed` is off, and the part file is kept while any record failed (a caller that deletes
+`<out>` on failure loses nothing). `<out-stem>.provenance.json` says what produced the records; a rerun with
 other inputs is refused unless `force` discards them (`provenance`).
 Wall-clock measurements go to `<out-stem>.timings.jsonl` (appended to its own `.part` as episodes end, so a
 resume keeps them all), so that a deterministic teacher's records are byte-identical whether or not the run
@@ -164,8 +165,9 @@ class ResumableJsonl:
         times = [self.times[k] for k in sorted(self.times) if k in self.records]
         if times:
             write_jsonl_atomic(self.timings, times)
-        self.part.unlink(missing_ok=True)
-        self.timings_part.unlink(missing_ok=True)
+        if not any(failed(r) for r in ordered):  # else kept: a caller that deletes `out` on failure (Snakemake
+            self.part.unlink(missing_ok=True)  # does, on a non-zero exit) loses no finished episode
+            self.timings_part.unlink(missing_ok=True)
         return ordered
 
 
