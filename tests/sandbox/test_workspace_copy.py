@@ -111,3 +111,23 @@ def test_roots_of_dead_owners_are_removed_live_ones_kept(tmp_path):
     live.mkdir()
     assert tmproot.remove_stale_roots(tmp_path) == [stale]
     assert not stale.exists() and live.is_dir()
+
+
+FORK = """
+import os, sys
+from terminus.sandbox import tmproot
+root = tmproot.run_root()
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # the normal exit path: the child runs the atexit handlers it inherited
+os.waitpid(pid, 0)
+print(root, root.is_dir())
+"""
+
+
+def test_a_forked_child_leaves_its_parents_root_alone(tmp_path):
+    env = os.environ | {"TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", FORK], capture_output=True, text=True, env=env, timeout=60)
+    root, alive = done.stdout.split()
+    assert alive == "True", done.stderr
+    assert not Path(root).exists()  # and the owner removed it when it exited

@@ -50,6 +50,12 @@ def run_root() -> Path:
             return _current[1]
         remove_stale_roots()
         root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
-        atexit.register(shutil.rmtree, root, True)
+        atexit.register(_remove_own, os.getpid(), root)
         _current = (os.getpid(), root)
         return root
+
+
+def _remove_own(owner: int, root: Path) -> None:
+    """At exit, the owner removes its root; a forked child that inherited the handler leaves it alone."""
+    if os.getpid() == owner:
+        shutil.rmtree(root, ignore_errors=True)
