@@ -53,6 +53,25 @@ def test_a_git_work_tree_is_copied_as_git_sees_it(checkout):
         ws.remove()
 
 
+def test_a_subfolder_is_copied_as_git_sees_it_and_an_ignored_one_whole(checkout):
+    """A snapshot under results/ (ignored by the checkout) is data: copied whole, not emptied."""
+    demo = checkout / "src"
+    (demo / "odd name é.py").write_text("x = 1\n")
+    ws = Workspace(demo)
+    try:
+        assert _files(ws.repo) == {"app.py", "odd name é.py"}  # __pycache__ is ignored
+    finally:
+        ws.remove()
+    snapshot = checkout / "results" / "run"
+    (snapshot / "__pycache__").mkdir()
+    (snapshot / "__pycache__" / "m.pyc").write_bytes(b"\0")
+    ws = Workspace(snapshot)
+    try:
+        assert _files(ws.repo) == {"model.bin", "__pycache__/m.pyc"}
+    finally:
+        ws.remove()
+
+
 def test_copy_all_copies_everything(checkout):
     ws = Workspace(checkout, copy="all")
     try:

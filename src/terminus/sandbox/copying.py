@@ -3,7 +3,8 @@
 `git` mode (the default) copies what `git ls-files --cached --others --exclude-standard` lists when the source
 is a git work tree (tracked files, plus untracked files that are not ignored), so a checkout's `.venv`,
 `results/`, build folders and caches stay out, and the repository's own `.git` folder so that `git status` and
-`git diff` work inside. Outside a work tree, and in `all` mode, every file is copied. Named pipes, sockets
+`git diff` work inside. Outside a work tree, in a folder the enclosing work tree ignores (task snapshots under
+`results/`), and in `all` mode, every file is copied. Named pipes, sockets
 and devices are skipped in both modes (copying a pipe blocks, a device is not the repository's): the caller
 gets their paths to report.
 """
@@ -30,6 +31,12 @@ def git_listing(source: Path) -> list[str] | None:
         inside = subprocess.run(["git", "-C", str(source), "rev-parse", "--is-inside-work-tree"],
                                 capture_output=True, text=True, timeout=60)  # fmt: skip
         if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return None
+        # A folder the enclosing repository ignores (a task snapshot under results/) is data, not part of that
+        # repository: git would list nothing in it, so it is copied whole.
+        ignored = subprocess.run(["git", "-C", str(source), "check-ignore", "-q", "."], capture_output=True,
+                                 timeout=60)  # fmt: skip
+        if ignored.returncode == 0:
             return None
         listed = subprocess.run(["git", "-C", str(source), "ls-files", "-z", "--cached", "--others",
                                  "--exclude-standard"], capture_output=True, timeout=300)  # fmt: skip
