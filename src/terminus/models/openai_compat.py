@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT_S = 120.0
-DEFAULT_MAX_RETRIES = 4
+DEFAULT_MAX_RETRIES = 3  # as the CLI flags and the config keys
 MAX_BACKOFF_S = 8.0
 
 
