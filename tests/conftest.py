@@ -17,6 +17,7 @@ from terminus.sandbox import Limits, make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
 
 ROOT = Path(__file__).resolve().parents[1]
+pytest_plugins = ["fault_endpoint"]  # the misbehaving endpoint of the fault tests
 
 # These flags keep dockerd from touching the host's network and firewall. Never start it without them.
 DOCKERD_SAFE_FLAGS = [

@@ -11,10 +11,22 @@ from pathlib import Path
 
 import typer
 
+from terminus.cli_support import (
+    COPY_HELP,
+    FORCE_HELP,
+    REQUEST_TIMEOUT_HELP,
+    RETRIES_HELP,
+    RETRY_FAILED_HELP,
+    OneLineErrors,
+    endpoint_options,
+    outcome_line,
+    override_endpoint_limits,
+)
+from terminus.errors import set_debug
 from terminus.sandbox import BACKENDS, SandboxError, default_backend, make_sandbox
 from terminus.swe.cli import app as swe_app
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, cls=OneLineErrors)
 app.add_typer(swe_app, name="swe", help="SWE-bench-family instances: grade, validate, corpus tasks.")
 
 DEMO_PROJECT = Path(__file__).resolve().parents[2] / "examples" / "demo-project"
@@ -25,12 +37,18 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="Tracebacks for errors too (or TERMINUS_DEBUG=1).")):
+    set_debug(debug)
+
+
 @app.command("run")
 def run_command(
     command: str = typer.Argument(..., help="Shell command to run in the sandbox."),
     repo: Path = typer.Option(Path("."), help="Repository to copy into the sandbox's workspace."),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     timeout: float = typer.Option(60.0, help="Seconds before the command is killed."),
+    copy: str = typer.Option("git", help=COPY_HELP),
 ) -> None:
     """Run one command in a sandbox over a copy of REPO and print what the terminal tool returns."""
     from terminus.agent.terminal import observation
@@ -38,7 +56,7 @@ def run_command(
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     try:
-        with make_sandbox(sandbox, repo) as box:
+        with make_sandbox(sandbox, repo, copy=copy) as box:
             typer.echo(observation(box.run(command, timeout)))
     except SandboxError as err:
         _fail(str(err))
@@ -78,9 +96,13 @@ def exec_subagent(
     policy: str = typer.Option("scripted", help="scripted | openai | transformers | vllm"),
     model: str = typer.Option(None, help="Hub id or model folder (transformers, vllm) or served model (openai)."),
     base_url: str = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
+    api_key_env: str = typer.Option(None, help="Environment variable holding the endpoint's API key."),
+    request_timeout: float = typer.Option(120.0, min=0.1, help=REQUEST_TIMEOUT_HELP),
+    max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     max_turns: int = typer.Option(10, min=1, help="Turn limit; the last turn must give the final answer."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole trajectory record as JSON."),
+    copy: str = typer.Option("git", help=COPY_HELP),
 ) -> None:
     """Run the Execution Subagent on any directory and print its final answer and notes."""
     import json
@@ -90,16 +112,20 @@ def exec_subagent(
 
     if not repo.is_dir():
         _fail(f"--repo {repo} does not exist or is not a folder")
+    if not query.strip():
+        _fail("--query is empty: say what the subagent should do, e.g. --query 'run the tests'")
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
-    from terminus.models.openai_compat import PolicyError
+    from terminus.models.openai_compat import PolicyError, api_key_from_env
 
     try:
-        agent_policy = make_policy(policy, model=model, base_url=base_url)
+        key = api_key_from_env(api_key_env, "--api-key-env")
+        options = endpoint_options(policy, request_timeout, max_retries, key)
+        agent_policy = make_policy(policy, model=model, base_url=base_url, **options)
     except (ValueError, PolicyError, OSError) as err:
         _fail(str(err))
     try:
-        with make_sandbox(sandbox, repo) as box:
+        with make_sandbox(sandbox, repo, copy=copy) as box:
             traj = ExecutionSubagent(agent_policy, box, AgentConfig(max_turns=max_turns)).run(query, description)
     except SandboxError as err:
         _fail(str(err))
@@ -189,6 +215,7 @@ def tasks_validate(
     concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
     config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),
     quiet: bool = typer.Option(False, help="No progress bar."),
+    force: bool = typer.Option(False, help=FORCE_HELP),
 ) -> None:
     """Run the scripted expert on every task; keep the tasks whose facts its answer states, report the rest."""
     from terminus.collect.validate import validate_tasks
@@ -198,7 +225,7 @@ def tasks_validate(
     sandbox = _sandbox(sandbox, config)
     try:
         result = validate_tasks(tasks, out, report, backend=sandbox, concurrency=concurrency,
-                                show_progress=not quiet)  # fmt: skip
+                                show_progress=not quiet, force=force)  # fmt: skip
     except TaskFileError as err:
         _fail(str(err))
     typer.echo(f"{result['kept']} of {result['tasks']} tasks reproduce their ground truth; "
@@ -219,6 +246,10 @@ def collect_command(
     concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
     max_turns: int = typer.Option(10, min=2, help="Turn limit per episode."),
     config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),
+    request_timeout: float = typer.Option(120.0, min=0.1, help=REQUEST_TIMEOUT_HELP),
+    max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=RETRY_FAILED_HELP),
+    force: bool = typer.Option(False, help=FORCE_HELP),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run a teacher over the tasks and write its trajectories."""
@@ -231,17 +262,17 @@ def collect_command(
     sandbox = _sandbox(sandbox, config)
     try:
         key = api_key_from_env(api_key_env, "--api-key-env")
+        options = endpoint_options(policy, request_timeout, max_retries, key)
         # one teacher for the whole stage: a vllm model is served once and called by every episode
-        with shared_policy(
-            policy, model, base_url, log_dir=out.parent, **({"api_key": key} if key else {})
-        ) as teacher:
+        with shared_policy(policy, model, base_url, log_dir=out.parent, **options) as teacher:
             records = collect(tasks, teacher, out, splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
                               samples=samples, backend=sandbox, max_turns=max_turns, concurrency=concurrency,
-                              show_progress=not quiet)  # fmt: skip
+                              show_progress=not quiet, force=force, retry_failed=retry_failed)  # fmt: skip
     except (TaskFileError, PolicyError, ServeError, ValueError, OSError) as err:
         _fail(str(err))
-    answered = sum(1 for r in records if r["termination"] == "final_answer")
-    typer.echo(f"{len(records)} trajectories in {out} ({answered} with a final answer)")
+    typer.echo(outcome_line(records, out, "trajectories"))
+    if any(r["termination"] == "crash" for r in records):
+        raise typer.Exit(1)  # the file is written; a rerun retries the crashed episodes
 
 
 @app.command("sft-data")
@@ -279,7 +310,9 @@ def _judge_from_config(cfg: dict, run: Path, no_llm: bool = False):
         _fail(str(err))
     endpoint, serve = judge_cfg.get("endpoint"), judge_cfg.get("serve")
     common = {"prompts": Path(judge_cfg["prompts"]), "cache_dir": run / "judge" / "cache",
-              "concurrency": judge_cfg["concurrency"], "max_tokens": judge_cfg["max_tokens"]}  # fmt: skip
+              "concurrency": judge_cfg["concurrency"], "max_tokens": judge_cfg["max_tokens"],
+              "request_timeout": judge_cfg.get("request_timeout"),
+              "max_retries": judge_cfg.get("max_retries")}  # fmt: skip
     if no_llm or (not endpoint and not serve):
         yield None
     elif endpoint:
@@ -311,6 +344,8 @@ def judge_command(
     references: Path = typer.Option(None, help="Reference trajectories (e.g. the expert's), keyed by task."),
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Fact checker only, even if the config names a judge."),
+    request_timeout: float = typer.Option(None, min=0.1, help=f"{REQUEST_TIMEOUT_HELP} Default: config's."),
+    max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
 ) -> None:
     """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""
     from terminus.config import run_dir
@@ -318,7 +353,7 @@ def judge_command(
     from terminus.judge.scorer import Scorer, ScorerConfig, ScorerConfigError
     from terminus.tasks.record import TaskFileError, load_tasks
 
-    cfg = _config(config)
+    cfg = override_endpoint_limits(_config(config), "judge", request_timeout, max_retries)
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
         records = read_jsonl(trajectories)
@@ -465,10 +500,15 @@ def eval_command(
         [], help="Run only this cell, <main>__<sub>__<bench>__<seed> (repeatable); `terminus eval-summary` merges."
     ),
     no_llm: bool = typer.Option(False, "--no-llm", help="Score the execution benchmark with the fact checker only."),
+    request_timeout: float = typer.Option(None, min=0.1, help=f"{REQUEST_TIMEOUT_HELP} Default: config's."),
+    max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=RETRY_FAILED_HELP),
+    force: bool = typer.Option(False, help=FORCE_HELP),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run grid cells (resumable), each with its subagent loaded or served once; without --cell, every cell and
     then per-cell metrics with bootstrap intervals and paired differences."""
+    from terminus.collect.provenance import file_sha256
     from terminus.config import run_dir
     from terminus.eval.cells import CellError
     from terminus.eval.grid import check_models, run_cell, run_grid
@@ -476,23 +516,25 @@ def eval_command(
     from terminus.judge.scorer import Scorer, ScorerConfig
     from terminus.tasks.record import TaskFileError, load_tasks
 
-    cfg = _config(config)
+    cfg = override_endpoint_limits(_config(config), "eval", request_timeout, max_retries)
     out = out or run_dir(cfg) / "eval"
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
         check_models(cfg["eval"], cell or None)
     except (TaskFileError, CellError) as err:
         _fail(str(err))
+    inputs = {"config_hash": cfg["_hash"], "tasks_sha256": file_sha256(tasks), "no_llm": no_llm}
+    resume = {"force": force, "retry_failed": retry_failed, "provenance": inputs}
     refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
     with _judge_from_config(cfg, run_dir(cfg), no_llm) as judge:
         scorer = Scorer(tasks=task_map, judge=judge, config=ScorerConfig.load(cfg["judge"]["scorer"]), references=refs)
         try:
             if cell:
                 for name in cell:
-                    records = run_cell(cfg, tasks, out, scorer, name, show_progress=not quiet)
+                    records = run_cell(cfg, tasks, out, scorer, name, show_progress=not quiet, resume=resume)
                     typer.echo(f"{len(records)} episodes in {out / 'cells' / (name + '.jsonl')}")
                 return
-            run_grid(cfg, tasks, out, scorer, show_progress=not quiet)
+            run_grid(cfg, tasks, out, scorer, show_progress=not quiet, resume=resume)
         except ValueError as err:
             _fail(str(err))
     _eval_summary(cfg, out)

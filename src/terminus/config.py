@@ -11,12 +11,14 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from terminus.errors import TerminusError
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "configs" / "schema" / "config.schema.yaml"
 DEFAULT = ROOT / "configs" / "config.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(TerminusError, ValueError):
     pass
 
 

@@ -65,3 +65,12 @@ def append_jsonl(path: Path | str, record: dict) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def ensure_inside(path: Path | str, folder: Path | str, what: str = "path") -> Path:
+    """`path`, resolved, if it lies inside `folder` (after resolving `..` and symlinks); ValueError otherwise.
+    Every path a run derives from data (an id, a manifest entry) goes through this before anything is written."""
+    resolved, root = Path(path).resolve(), Path(folder).resolve()
+    if resolved != root and root not in resolved.parents:
+        raise ValueError(f"{what} {path} lies outside {root}; refusing to write there")
+    return resolved

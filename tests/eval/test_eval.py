@@ -118,19 +118,13 @@ def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
     none = [r for r in reference if r["subagent"] == "none"]
     assert none and all(r["resolved"] == 1.0 for r in none)  # the fix is verified in a fresh sandbox
     out = tmp_path / "resumed"
-    command = [
-        TERMINUS,
-        "eval",
-        "--config",
-        str(config_path),
-        "--tasks",
-        str(tasks_file),
-        "--out",
-        str(out),
-        "--quiet",
-        "--no-llm",
-    ]
-    proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out),
+               "--quiet", "--no-llm"]  # fmt: skip
+    tmp = tmp_path / "tmp"  # a private temp dir: what the killed run leaves there is ours to look at
+    tmp.mkdir()
+    env = os.environ | {"TMPDIR": str(tmp)}
+    proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env)  # fmt: skip
 
     def episodes_done() -> int:
         return sum(len(part.read_text().splitlines()) for part in out.glob("cells/*.part"))
@@ -141,7 +135,10 @@ def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (out / "summary.csv").exists()
-    subprocess.run(command, check=True, capture_output=True)
+    left = list(tmp.glob(f"terminus-run-{proc.pid}-*"))
+    assert left  # kill -9 left the run's workspaces behind
+    subprocess.run(command, check=True, capture_output=True, env=env)
+    assert not list(tmp.glob("terminus-run-*"))  # the rerun removed them (and its own root on exit)
     keys = [json.loads(line)["key"] for line in (out / "records.jsonl").read_text().splitlines()]
     assert len(keys) == len(set(keys)) == len(reference)
 

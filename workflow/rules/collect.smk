@@ -13,6 +13,7 @@ rule collect:
         splits=",".join(config["collect"]["splits"]),
         max_turns=config["collect"]["max_turns"],
         concurrency=config["collect"]["concurrency"],
+        limits=f"--request-timeout {config['collect']['request_timeout']} --max-retries {config['collect']['max_retries']}",
         config=CONFIG_FILE,
     threads: 4
     conda:
@@ -22,7 +23,7 @@ rule collect:
         runtime=240,
     shell:
         "terminus collect --tasks {input} --out {output} --policy {params.policy} {params.model} {params.base_url} {params.key} "
-        "--splits {params.splits} --max-turns {params.max_turns} --concurrency {params.concurrency} "
+        "--splits {params.splits} --max-turns {params.max_turns} {params.limits} --concurrency {params.concurrency} "
         "--config {params.config} --quiet > {log} 2>&1"
 
 

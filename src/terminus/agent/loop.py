@@ -21,6 +21,7 @@ import yaml
 from terminus.agent.parsing import FormatError, parse_final_answer, parse_tool_calls
 from terminus.agent.terminal import TERMINAL_TOOL, TOOL_NAME, Terminal, ToolCallError, observation
 from terminus.agent.trajectory import Trajectory, Turn
+from terminus.errors import TerminusError, debug_enabled
 from terminus.io import write_json_atomic
 from terminus.sandbox import Sandbox
 
@@ -146,7 +147,12 @@ class ExecutionSubagent:
         except Exit as done:
             self.traj.termination = done.termination
         except Exception as err:  # a policy or sandbox failure ends the episode, recorded, never silently
-            log.exception("episode %s crashed", self.traj.id)
+            # Our own errors (endpoint down, sandbox gone) are one line; anything else is a bug: full traceback.
+            # (Expected ones go to the record and the caller's summary, not as a second line on stderr.)
+            expected = isinstance(err, TerminusError) and not debug_enabled()
+            log.log(logging.INFO if expected else logging.ERROR, "episode %s crashed: %s", self.traj.id, err,
+                    exc_info=not expected)  # fmt: skip
+            self.traj.policy_retries += int(getattr(err, "retries", 0) or 0)  # a failed call's retries count too
             self.traj.termination = "crash"
             self.traj.error = f"{type(err).__name__}: {err}"
         self._save()

@@ -6,8 +6,9 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from terminus.collect.runner import run_episode, run_jobs
-from terminus.tasks.record import Task, load_tasks
+from terminus.collect.provenance import file_sha256
+from terminus.collect.runner import check_workspaces, run_episode, run_jobs
+from terminus.tasks.record import Task, TaskFileError, load_tasks
 
 
 def _episode(task: Task, tasks_file: Path, policy, backend: str | None, max_turns: int, key: str) -> dict:
@@ -25,13 +26,19 @@ def collect(
     max_turns: int = 10,
     concurrency: int = 4,
     show_progress: bool = True,
+    force: bool = False,
+    retry_failed: bool = True,
 ) -> list[dict]:
     tasks = [t for t in load_tasks(tasks_file) if t.split in splits]
     if not tasks:
-        raise ValueError(f"{tasks_file} has no tasks in the splits {', '.join(splits)}")
+        raise TaskFileError(f"{tasks_file} has no tasks in the splits {', '.join(splits)}")
+    check_workspaces(tasks, Path(tasks_file))
     jobs = []
     for task in tasks:
         for k in range(samples):
             key = task.id if samples == 1 else f"{task.id}#{k}"
             jobs.append((key, partial(_episode, task, Path(tasks_file), policy, backend, max_turns, key)))
-    return run_jobs(jobs, Path(out), concurrency, show_progress, f"collect ({policy.name})")
+    inputs = {"policy": policy.name, "tasks_sha256": file_sha256(tasks_file), "splits": sorted(splits),
+              "samples": samples, "max_turns": max_turns}  # fmt: skip
+    return run_jobs(jobs, Path(out), concurrency, show_progress, f"collect ({policy.name})", provenance=inputs,
+                    force=force, retry_failed=retry_failed)  # fmt: skip

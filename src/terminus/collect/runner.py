@@ -2,8 +2,13 @@
 
 Records are appended to `<out>.part` as each episode ends (one line, flushed and fsynced). A rerun reads the
 complete lines of the part file, runs only the missing keys, then writes `<out>` sorted by key, atomically.
-Wall-clock measurements go to `<out-stem>.timings.jsonl`, so that a deterministic teacher's records are
-byte-identical whether or not the run was interrupted.
+A record counts as done only if its episode finished: `crash` records and endpoint failures (`error`) are run
+again unless `retry_failed` is off, and the part file is kept while any record failed (a caller that deletes
+`<out>` on failure loses nothing). `<out-stem>.provenance.json` says what produced the records; a rerun with
+other inputs is refused unless `force` discards them (`provenance`).
+Wall-clock measurements go to `<out-stem>.timings.jsonl` (appended to its own `.part` as episodes end, so a
+resume keeps them all), so that a deterministic teacher's records are byte-identical whether or not the run
+was interrupted.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ from pathlib import Path
 
 from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.agent.trajectory import Trajectory
+from terminus.collect import provenance as prov
 from terminus.io import write_jsonl_atomic
 from terminus.sandbox import make_sandbox
-from terminus.tasks.record import Task
+from terminus.tasks.record import Task, TaskFileError
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +63,15 @@ def run_episode(
         )
 
 
+def check_workspaces(tasks: list[Task], tasks_file: Path) -> None:
+    """Every task's snapshot exists, checked before anything runs or is written."""
+    for task in tasks:
+        path = task.workspace_path(tasks_file)
+        if path is not None and not path.is_dir():
+            raise TaskFileError(f"{tasks_file}: task {task.id}: its workspace {path} does not exist (rebuild the "
+                                "corpus with `terminus tasks build`; repos/ stays next to the task file)")  # fmt: skip
+
+
 def split_timings(record: dict, key: str = "id") -> tuple[dict, dict]:
     """The deterministic record and its measurements (per-turn durations)."""
     record = json.loads(json.dumps(record))
@@ -67,14 +82,27 @@ def split_timings(record: dict, key: str = "id") -> tuple[dict, dict]:
     return record, {"id": record.get(key), "durations_s": durations}
 
 
+def failed(record: dict) -> bool:
+    """The episode did not finish: it crashed, or an endpoint or sandbox failed under it."""
+    return record.get("termination") == "crash" or bool(record.get("error"))
+
+
 class ResumableJsonl:
     """Keyed records in `<out>.part` until `finish()` writes `<out>` sorted by key."""
 
-    def __init__(self, out: Path, key: str = "id") -> None:
+    def __init__(
+        self, out: Path, key: str = "id", *, provenance: dict | None = None, force: bool = False,
+        retry_failed: bool = True,
+    ) -> None:  # fmt: skip
         self.out = Path(out)
         self.part = self.out.with_name(self.out.name + ".part")
         self.timings = self.out.with_name(self.out.stem + ".timings.jsonl")
+        self.timings_part = self.timings.with_name(self.timings.name + ".part")
         self.key = key
+        self.retry_failed = retry_failed
+        if force:
+            for path in (self.out, self.part, self.timings, self.timings_part):
+                path.unlink(missing_ok=True)
         self.lock = threading.Lock()
         self.records: dict[str, dict] = {}
         self.times: dict[str, dict] = {}
@@ -91,23 +119,29 @@ class ResumableJsonl:
                     log.info("%s:%d is incomplete; that record will be redone", self.part, number)
                     continue
                 self.records[record[key]] = record
-        if self.timings.is_file():
-            for line in self.timings.read_text().splitlines():
-                try:
-                    t = json.loads(line)
-                    self.times[t["id"]] = t
-                except (json.JSONDecodeError, KeyError):
-                    continue
+        for timings in (self.timings, self.timings_part):  # the finished file, then what a killed run appended
+            if timings.is_file():
+                for line in timings.read_text().splitlines():
+                    try:
+                        t = json.loads(line)
+                        self.times[t["id"]] = t
+                    except (json.JSONDecodeError, KeyError, TypeError):
+                        continue
+        if provenance is not None:
+            prov.check_or_write(self.out, provenance, has_records=bool(self.records))
         self.part.parent.mkdir(parents=True, exist_ok=True)
         self._rewrite_part()
         self._fh = open(self.part, "a")  # noqa: SIM115 - kept open for the run, closed in finish()
+        write_jsonl_atomic(self.timings_part, [self.times[k] for k in sorted(self.times)])
+        self._times_fh = open(self.timings_part, "a")  # noqa: SIM115 - as above
 
     def _rewrite_part(self) -> None:
         """Drop a torn last line so that appends start on a fresh line."""
         write_jsonl_atomic(self.part, [self.records[k] for k in sorted(self.records)])
 
     def done(self, key: str) -> bool:
-        return key in self.records
+        record = self.records.get(key)
+        return record is not None and not (self.retry_failed and failed(record))
 
     def add(self, record: dict, timing: dict | None = None) -> None:
         line = json.dumps(record, ensure_ascii=False, sort_keys=True)
@@ -118,14 +152,23 @@ class ResumableJsonl:
             self.records[record[self.key]] = record
             if timing is not None:
                 self.times[record[self.key]] = timing
+                self._times_fh.write(json.dumps(timing, sort_keys=True) + "\n")
+                self._times_fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+        self._times_fh.close()
 
     def finish(self) -> list[dict]:
-        self._fh.close()
+        self.close()
         ordered = [self.records[k] for k in sorted(self.records)]
         write_jsonl_atomic(self.out, ordered)
-        if self.times:
-            write_jsonl_atomic(self.timings, [self.times[k] for k in sorted(self.times)])
-        self.part.unlink(missing_ok=True)
+        times = [self.times[k] for k in sorted(self.times) if k in self.records]
+        if times:
+            write_jsonl_atomic(self.timings, times)
+        if not any(failed(r) for r in ordered):  # else kept: a caller that deletes `out` on failure (Snakemake
+            self.part.unlink(missing_ok=True)  # does, on a non-zero exit) loses no finished episode
+            self.timings_part.unlink(missing_ok=True)
         return ordered
 
 
@@ -152,16 +195,25 @@ def run_jobs(
     show_progress: bool = True,
     label: str = "episodes",
     key: str = "id",
+    *,
+    provenance: dict | None = None,
+    force: bool = False,
+    retry_failed: bool = True,
 ) -> list[dict]:
-    """Run the jobs whose key is not yet in `out`, `concurrency` at a time; returns all records, sorted."""
+    """Run the jobs that have no finished record in `out` yet, `concurrency` at a time; returns the file's
+    records, sorted (see the module doc for provenance, force and retry_failed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    store = ResumableJsonl(out, key)
+    store = ResumableJsonl(out, key, provenance=provenance, force=force, retry_failed=retry_failed)
     todo = [(k, j) for k, j in jobs if not store.done(k)]
     if len(todo) < len(jobs):
         log.info("%d of %d %s already done; running the other %d", len(jobs) - len(todo), len(jobs), label, len(todo))
     columns = (TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, disable=not show_progress) as progress:
-        bar = progress.add_task(label, total=len(jobs), completed=len(jobs) - len(todo))
-        asyncio.run(_gather(todo, store, concurrency, lambda: progress.advance(bar)))
+    try:
+        with Progress(*columns, disable=not show_progress) as progress:
+            bar = progress.add_task(label, total=len(jobs), completed=len(jobs) - len(todo))
+            asyncio.run(_gather(todo, store, concurrency, lambda: progress.advance(bar)))
+    except BaseException:
+        store.close()  # what finished stays in the part files for the next run
+        raise
     return store.finish()

@@ -9,7 +9,8 @@ from collections import Counter
 from functools import partial
 from pathlib import Path
 
-from terminus.collect.runner import run_episode, run_jobs
+from terminus.collect.provenance import file_sha256
+from terminus.collect.runner import check_workspaces, run_episode, run_jobs
 from terminus.io import write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.models.scripted import ScriptedPolicy
@@ -22,13 +23,16 @@ def _episode(task: Task, tasks_file: Path, backend: str | None) -> dict:
 
 def validate_tasks(
     tasks_file: Path, out: Path, report_path: Path, *, backend: str | None = None, concurrency: int = 4,
-    show_progress: bool = True,
+    show_progress: bool = True, force: bool = False,
 ) -> dict:  # fmt: skip
     tasks_file, out = Path(tasks_file), Path(out)
     tasks = load_tasks(tasks_file)
+    check_workspaces(tasks, tasks_file)
     trajectories = report_path.with_name(report_path.stem + ".trajectories.jsonl")
     jobs = [(t.id, partial(_episode, t, tasks_file, backend)) for t in tasks]
-    records = {r["id"]: r for r in run_jobs(jobs, trajectories, concurrency, show_progress, "validate")}
+    inputs = {"policy": "scripted", "tasks_sha256": file_sha256(tasks_file)}
+    records = {r["id"]: r for r in run_jobs(jobs, trajectories, concurrency, show_progress, "validate",
+                                            provenance=inputs, force=force)}  # fmt: skip
     kept, dropped = [], {}
     for task in tasks:
         traj = records[task.id]

@@ -27,7 +27,7 @@ from terminus.eval.cells import cell_names, find_cell
 from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent, test_command
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.tokens import TokenCounter
-from terminus.models.openai_compat import api_key_from_env
+from terminus.models.openai_compat import api_key_from_env, endpoint_limits
 from terminus.sandbox import make_sandbox
 from terminus.tasks.record import Task, load_tasks
 
@@ -39,7 +39,7 @@ def main_brain(spec: dict):
     if spec["kind"] == "replay":
         return ReplayMainAgent()
     key = api_key_from_env(spec.get("api_key_env"), f"main agent {spec['name']}")
-    return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key)
+    return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key, **endpoint_limits(spec))
 
 
 def verify(task: Task, tree: Path, backend: str | None) -> bool:
@@ -190,14 +190,26 @@ def served_subagent(spec: dict, log_dir: Path) -> Iterator:
     options = {}
     if spec["policy"] == "openai" and spec.get("api_key_env"):
         options["api_key"] = api_key_from_env(spec["api_key_env"], f"subagent {spec['name']}")
+    if spec["policy"] == "openai":
+        options.update(endpoint_limits(spec))
     with shared_policy(spec["policy"], spec.get("model"), spec.get("base_url"), served_name=spec["name"],
                        log_dir=log_dir, max_new_tokens=spec.get("max_new_tokens", 256),
                        max_model_len=spec.get("max_model_len"), **options) as policy:  # fmt: skip
         yield policy
 
 
-def run_cell(config: dict, tasks_file: Path, out_dir: Path, scorer, name: str, *, show_progress: bool = True) -> list:
-    """One cell's episodes (resumable) into `<out_dir>/cells/<name>.jsonl`; its subagent is made once."""
+def run_cell(
+    config: dict,
+    tasks_file: Path,
+    out_dir: Path,
+    scorer,
+    name: str,
+    *,
+    show_progress: bool = True,
+    resume: dict | None = None,
+) -> list:
+    """One cell's episodes (resumable) into `<out_dir>/cells/<name>.jsonl`; its subagent is made once.
+    `resume`: run_jobs's provenance, force and retry_failed (a rerun with other inputs is refused)."""
     from terminus.config import stamp as make_stamp
 
     eval_cfg = config["eval"]
@@ -229,7 +241,7 @@ def run_cell(config: dict, tasks_file: Path, out_dir: Path, scorer, name: str, *
                 job = partial(execution_episode, task, tasks_file, main, sub, seed, backend, stamp, scorer, policy)
             jobs.append((key, job))
         out = out_dir / "cells" / f"{name}.jsonl"
-        return run_jobs(jobs, out, eval_cfg["concurrency"], show_progress, name, key="key")
+        return run_jobs(jobs, out, eval_cfg["concurrency"], show_progress, name, key="key", **(resume or {}))
 
 
 def run_grid(
@@ -240,10 +252,11 @@ def run_grid(
     *,
     names: list[str] | None = None,
     show_progress: bool = True,
+    resume: dict | None = None,
 ) -> list[dict]:
     """The named cells (default: all), one after another, then `records.jsonl` of every cell file present."""
     for name in names or cell_names(config["eval"]):
-        run_cell(config, tasks_file, out_dir, scorer, name, show_progress=show_progress)
+        run_cell(config, tasks_file, out_dir, scorer, name, show_progress=show_progress, resume=resume)
     return merge_cells(config, out_dir)
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from terminus.errors import TerminusError
 from terminus.io import write_json_atomic
 from terminus.judge.rubric import Rubric
 
@@ -31,7 +32,7 @@ DEFAULT_PROMPTS = ROOT / "configs" / "judge" / "prompts.yaml"
 OUTPUT_CHARS = 800  # of each command's output shown to the judge (head and tail)
 
 
-class JudgeError(RuntimeError):
+class JudgeError(TerminusError, RuntimeError):
     """The judge cannot run at all: no key, endpoint unreachable, model unknown."""
 
 
@@ -165,6 +166,8 @@ class LLMJudge:
         max_tokens: int = 1024,
         policy=None,
         cache_namespace: str = "",
+        request_timeout: float | None = None,
+        max_retries: int | None = None,
     ) -> None:
         self.rubric = rubric
         self.model = model
@@ -179,11 +182,18 @@ class LLMJudge:
         env.globals["render"] = render_episode
         self.templates = {k: env.from_string(raw[k]) for k in ("system", "single", "group")}
         if policy is None:  # the key is checked here, before any episode is scored
-            from terminus.models.openai_compat import MissingKeyError, OpenAIPolicy, PolicyError, api_key_from_env
+            from terminus.models.openai_compat import (
+                MissingKeyError,
+                OpenAIPolicy,
+                PolicyError,
+                api_key_from_env,
+                endpoint_limits,
+            )
 
             try:
                 key = api_key_from_env(api_key_env, "judge")
-                policy = OpenAIPolicy(model, base_url=base_url, api_key=key, max_tokens=max_tokens)
+                limits = endpoint_limits({"request_timeout": request_timeout, "max_retries": max_retries})
+                policy = OpenAIPolicy(model, base_url=base_url, api_key=key, max_tokens=max_tokens, **limits)
             except MissingKeyError as err:
                 raise JudgeError(str(err)) from None
             except PolicyError as err:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from terminus.errors import TerminusError
+
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_RUBRIC = ROOT / "configs" / "judge" / "rubric.yaml"
 QUALITY = ("faithfulness", "completeness", "conciseness", "actionability", "efficiency")
@@ -15,7 +17,7 @@ FAILURES = ("hallucination", "no_final_answer", "repeated_commands", "ignored_ti
             "ignored_restriction", "format_violation")  # fmt: skip
 
 
-class RubricError(ValueError):
+class RubricError(TerminusError, ValueError):
     pass
 
 

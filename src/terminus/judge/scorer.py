@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from terminus.agent.parsing import parse_final_answer
+from terminus.errors import TerminusError
 from terminus.judge.facts import answer_text, check, observations_of
 from terminus.judge.llm import JudgeResult, LLMJudge
 from terminus.judge.rubric import Rubric, load_rubric
@@ -19,7 +20,7 @@ DEFAULT_SCORER = ROOT / "configs" / "judge" / "scorer.yaml"
 SCHEMA = "terminus.verdict/1"
 
 
-class ScorerConfigError(ValueError):
+class ScorerConfigError(TerminusError, ValueError):
     pass
 
 

@@ -20,8 +20,10 @@ from pathlib import Path
 
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
 from terminus.agent.terminal import TERMINAL_TOOL, observation
+from terminus.errors import TerminusError, debug_enabled
 from terminus.mainagent.tokens import TokenCounter
 from terminus.sandbox import Limits, make_sandbox
+from terminus.sandbox.tmproot import run_root
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +202,9 @@ class MainAgentLoop:
                     output = bench.call(fn["name"], args, result, parent_id)
                     messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": output})
         except Exception as err:  # an endpoint failure ends the episode, recorded (the grid keeps going)
-            log.exception("main agent failed")
+            expected = isinstance(err, TerminusError) and not debug_enabled()  # ours: one line; a bug: traceback
+            level = logging.WARNING if expected else logging.ERROR
+            log.log(level, "main agent failed: %s", err, exc_info=not expected)
             result.error = f"{type(err).__name__}: {err}"
         return result
 
@@ -221,7 +225,7 @@ def run_main_agent(
 
     counter = counter or TokenCounter()
     limits = Limits(output_head_bytes=MAIN_OUTPUT_CHARS // 2, output_tail_bytes=MAIN_OUTPUT_CHARS // 2)
-    keep = Path(tempfile.mkdtemp(prefix="terminus-main-"))
+    keep = Path(tempfile.mkdtemp(prefix="main-", dir=run_root()))  # under the run's root: kill -9 cleans up too
     start = time.perf_counter()
     with make_sandbox(backend, task.workspace_path(tasks_file), limits=limits) as box:
         bench = Workbench(box, backend, subagent_policy)

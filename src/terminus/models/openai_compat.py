@@ -1,22 +1,45 @@
-"""`openai`: any OpenAI-compatible chat endpoint (`vllm serve`, API providers), with retries and clear errors."""
+"""`openai`: any OpenAI-compatible chat endpoint (`vllm serve`, API providers), bounded in time, with clear errors.
+
+Retries are the `openai` SDK's own (`max_retries`, `timeout`): it retries timeouts, dropped connections, 408,
+409, 429 and 5xx with exponential backoff and honours `Retry-After`. A reply the SDK accepts but that is not a
+chat completion (malformed JSON, an HTML page from a proxy, no `choices`) is retried here the same way, out of
+the same budget: one call makes at most `max_retries + 1` requests, so it ends within
+`timeout_s * (max_retries + 1)` plus the waits between them. The retries a call took are returned (`retries`)
+or carried by the `PolicyError` that ends it, so the trajectory counts them either way.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import threading
 import time
+
+from terminus.errors import TerminusError
 
 log = logging.getLogger(__name__)
 
 OPENAI_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_RETRIES = 3  # as the CLI flags and the config keys
+MAX_BACKOFF_S = 8.0
 
 
-class PolicyError(RuntimeError):
-    """The policy cannot answer: endpoint unreachable, key missing or rejected, model unknown."""
+class PolicyError(TerminusError, RuntimeError):
+    """The policy cannot answer: endpoint unreachable, key missing or rejected, model unknown, replies unusable."""
+
+    def __init__(self, message: str, retries: int = 0) -> None:
+        super().__init__(" ".join(message.split()))  # one line, whatever the server put in its error text
+        self.retries = retries
 
 
-class MissingKeyError(ValueError):
+class MissingKeyError(TerminusError, ValueError):
     """A config names an environment variable for an API key, and the variable is not set."""
+
+
+class MalformedReply(ValueError):
+    """A 2xx reply that is not a usable chat completion."""
 
 
 def api_key_from_env(variable: str | None, who: str) -> str | None:
@@ -29,6 +52,39 @@ def api_key_from_env(variable: str | None, who: str) -> str | None:
     return key
 
 
+def endpoint_limits(spec: dict) -> dict:
+    """OpenAIPolicy's keyword arguments from a config spec's `request_timeout` and `max_retries` (where set)."""
+    limits = {}
+    if spec.get("request_timeout") is not None:
+        limits["timeout_s"] = float(spec["request_timeout"])
+    if spec.get("max_retries") is not None:
+        limits["max_retries"] = int(spec["max_retries"])
+    return limits
+
+
+def _message_of(response) -> dict:
+    """The assistant message of a parsed completion, or MalformedReply saying what is wrong with it."""
+    if isinstance(response, str | bytes):  # the SDK hands back non-JSON bodies (an HTML error page) as text
+        head = (response if isinstance(response, str) else response.decode(errors="replace")).strip()[:60]
+        raise MalformedReply(f"a non-JSON reply ({head!r})")
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise MalformedReply("a reply without choices")
+    message = getattr(choices[0], "message", None)
+    if message is None:
+        raise MalformedReply("a choice without a message")
+    reply = {"content": message.content or ""}
+    if message.tool_calls:
+        reply["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in message.tool_calls
+        ]
+    if getattr(response, "usage", None):
+        reply["usage"] = {"prompt_tokens": response.usage.prompt_tokens,
+                          "completion_tokens": response.usage.completion_tokens}  # fmt: skip
+    return reply
+
+
 class OpenAIPolicy:
     def __init__(
         self,
@@ -37,62 +93,79 @@ class OpenAIPolicy:
         api_key: str | None = None,
         temperature: float = 0.0,
         max_tokens: int = 1024,
-        max_retries: int = 4,
-        timeout_s: float = 120.0,
-        backoff_s: float = 1.0,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        backoff_s: float = 0.5,
     ) -> None:
         import openai
 
+        if max_retries < 0 or timeout_s <= 0:
+            raise PolicyError(f"max_retries must be >= 0 and the request timeout > 0 (got {max_retries}, {timeout_s})")
         self.name = f"openai:{model}"
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if self.base_url.startswith(OPENAI_URL):
-                raise PolicyError(f"no API key for {self.base_url}: set OPENAI_API_KEY or pass --api-key")
+                raise PolicyError(f"no API key for {self.base_url}: set OPENAI_API_KEY, or put the key in a "
+                                  "variable and pass its name with --api-key-env NAME")  # fmt: skip
             key = "EMPTY"  # local servers such as `vllm serve` accept any key
         self.temperature, self.max_tokens = temperature, max_tokens
-        self.max_retries, self.backoff_s = max_retries, backoff_s
-        self.client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=0, timeout=timeout_s)
+        self.max_retries, self.timeout_s, self.backoff_s = max_retries, timeout_s, backoff_s
+        self._seen = threading.local()  # the retry number of this thread's latest request (the SDK's header)
+        http = openai.DefaultHttpxClient(event_hooks={"request": [self._on_request]})
+        self.client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout_s,
+                                    http_client=http)  # fmt: skip
         self._errors = openai
+
+    def _on_request(self, request) -> None:
+        self._seen.retry = int(request.headers.get("x-stainless-retry-count") or 0)
+
+    def _fix(self) -> str:
+        return f"check that {self.base_url} is up and serves {self.model!r}, or raise --request-timeout/--max-retries"
 
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
         errors = self._errors
-        retries = 0
+        request = {"model": self.model, "messages": messages, "temperature": self.temperature,
+                   "max_tokens": self.max_tokens}  # fmt: skip
+        if tools:
+            request["tools"] = tools
+        used = 0  # retries this call has spent, the SDK's and ours
         while True:
+            self._seen.retry = 0
+            client = self.client.with_options(max_retries=self.max_retries - used)
             try:
-                request = {"model": self.model, "messages": messages, "temperature": self.temperature,
-                           "max_tokens": self.max_tokens}  # fmt: skip
-                if tools:
-                    request["tools"] = tools
-                response = self.client.chat.completions.create(**request)
-                break
-            except (errors.RateLimitError, errors.APITimeoutError, errors.APIConnectionError,
-                    errors.InternalServerError) as err:  # fmt: skip
-                if retries >= self.max_retries:
-                    if isinstance(err, errors.APIConnectionError):
-                        raise PolicyError(f"endpoint {self.base_url} is unreachable: {err}") from err
-                    raise PolicyError(f"endpoint {self.base_url} failed after {retries} retries: {err}") from err
-                retries += 1
-                delay = self.backoff_s * 2 ** (retries - 1)
-                log.warning("%s: %s; retry %d in %.1f s", self.base_url, type(err).__name__, retries, delay)
-                time.sleep(delay)
+                raw = client.chat.completions.with_raw_response.create(**request)
+                used += raw.retries_taken
+                reply = _message_of(raw.parse())
+            except (MalformedReply, json.JSONDecodeError, UnicodeDecodeError) as err:
+                problem = str(err) if isinstance(err, MalformedReply) else f"malformed JSON ({err})"
+            except errors.APITimeoutError as err:
+                used += self._seen.retry
+                raise PolicyError(f"endpoint {self.base_url} did not answer within {self.timeout_s:g} s "
+                                  f"({used} retries); {self._fix()}", used) from err  # fmt: skip
+            except errors.APIConnectionError as err:
+                used += self._seen.retry
+                raise PolicyError(f"endpoint {self.base_url} is unreachable ({used} retries): {err}; {self._fix()}",
+                                  used) from err  # fmt: skip
             except errors.AuthenticationError as err:
-                raise PolicyError(f"endpoint {self.base_url} rejected the API key: {err}") from err
+                raise PolicyError(f"endpoint {self.base_url} rejected the API key: {err}", used) from err
             except errors.NotFoundError as err:
-                raise PolicyError(f"endpoint {self.base_url} does not serve model {self.model!r}: {err}") from err
-        choice = response.choices[0].message
-        reply = {"content": choice.content or "", "retries": retries}
-        if choice.tool_calls:
-            reply["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.function.name, "arguments": c.function.arguments},
-                }
-                for c in choice.tool_calls
-            ]
-        if response.usage:
-            reply["usage"] = {"prompt_tokens": response.usage.prompt_tokens,
-                              "completion_tokens": response.usage.completion_tokens}  # fmt: skip
-        return reply
+                raise PolicyError(
+                    f"endpoint {self.base_url} does not serve model {self.model!r}: {err}", used
+                ) from err
+            except errors.APIStatusError as err:
+                used += self._seen.retry
+                raise PolicyError(f"endpoint {self.base_url} failed with HTTP {err.status_code} after {used} "
+                                  f"retries: {err.message}; {self._fix()}", used) from err  # fmt: skip
+            else:
+                reply["retries"] = used
+                return reply
+            if used >= self.max_retries:
+                message = (f"endpoint {self.base_url} sent {problem} after {used} retries; it is not an "
+                           "OpenAI-compatible chat endpoint, or a proxy in front of it failed")  # fmt: skip
+                raise PolicyError(message, used)
+            delay = min(self.backoff_s * 2**used, MAX_BACKOFF_S)
+            used += 1
+            log.warning("%s sent %s; retry %d of %d in %.1f s", self.base_url, problem, used, self.max_retries, delay)
+            time.sleep(delay)

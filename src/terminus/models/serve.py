@@ -16,8 +16,10 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from terminus.errors import TerminusError
 
-class ServeError(RuntimeError):
+
+class ServeError(TerminusError, RuntimeError):
     pass
 
 

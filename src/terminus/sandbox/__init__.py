@@ -21,29 +21,31 @@ def make_sandbox(
     source: Path | None = None,
     limits: Limits | None = None,
     network: bool = False,
+    copy: str = "git",
     **options,
 ) -> Sandbox:
     """Create a sandbox of the named backend over a copy of `source`.
 
+    `copy` is how the repository is copied (`git`: the files git sees; `all`: every file; see `copying`).
     `options` are backend-specific: `image` (docker, apptainer), `base_url`, `binds` (docker).
     """
     backend = backend or default_backend()
     if backend == "local":
         from terminus.sandbox.local import LocalSandbox
 
-        return LocalSandbox(source, limits, network)
+        return LocalSandbox(source, limits, network, copy=copy)
     if backend == "bwrap":
         from terminus.sandbox.bwrap import BwrapSandbox
 
-        return BwrapSandbox(source, limits, network)
+        return BwrapSandbox(source, limits, network, copy=copy)
     if backend == "docker":
         from terminus.sandbox.docker import DockerSandbox
 
-        return DockerSandbox(source, limits, network, **options)
+        return DockerSandbox(source, limits, network, copy=copy, **options)
     if backend == "apptainer":
         from terminus.sandbox.apptainer import ApptainerSandbox
 
-        return ApptainerSandbox(source, limits, network, **options)
+        return ApptainerSandbox(source, limits, network, copy=copy, **options)
     raise SandboxError(f"unknown sandbox backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 

@@ -20,8 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from terminus.errors import TerminusError
+from terminus.sandbox.copying import COPY_MODES, copy_repository
 from terminus.sandbox.output import OutputCollector
 from terminus.sandbox.procs import MARKER_VAR, EnvMarker, PidsCgroup, make_tracker
+from terminus.sandbox.tmproot import run_root
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +95,7 @@ class Sandbox(Protocol):
     def __exit__(self, *exc) -> None: ...
 
 
-class SandboxError(RuntimeError):
+class SandboxError(TerminusError, RuntimeError):
     """The sandbox cannot be created or used (missing binary, bad image, no daemon)."""
 
 
@@ -129,23 +132,37 @@ def render_wrapper(limits: Limits, epilogue: str = "") -> str:
 
 
 class Workspace:
-    """A private copy of a repository plus the folders a sandbox needs next to it."""
+    """A private copy of a repository plus the folders a sandbox needs next to it.
 
-    def __init__(self, source: Path | None, root: Path | None = None) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="terminus-", dir=root))
+    `copy`: `git` copies the files git sees (tracked, and untracked but not ignored) when the source is a git work
+    tree, else everything; `all` copies everything. Special files are skipped and listed in `skipped`. The folder
+    lives under this process's temp root (`tmproot`), which a later run removes if this one is killed.
+    """
+
+    def __init__(self, source: Path | None, root: Path | None = None, copy: str = "git") -> None:
+        if source is not None and not Path(source).is_dir():  # checked first: no empty temp folder is left
+            raise SandboxError(f"repository folder {source} does not exist or is not a folder")
+        if copy not in COPY_MODES:
+            raise SandboxError(f"copy mode {copy!r}: choose one of {', '.join(COPY_MODES)}")
+        self.root = Path(tempfile.mkdtemp(prefix="ws-", dir=root or run_root()))
         self.repo = self.root / "workspace"
         self.home = self.root / "home"
         self.tmp = self.root / "tmp"
         self.state = self.root / "state"
-        if source is not None:
-            source = Path(source)
-            if not source.is_dir():
-                raise SandboxError(f"repository folder {source} does not exist or is not a folder")
-            shutil.copytree(source, self.repo, symlinks=True)
-        else:
-            self.repo.mkdir()
-        for folder in (self.home, self.tmp, self.state):
-            folder.mkdir()
+        self.skipped: list[str] = []
+        try:
+            if source is not None:
+                self.skipped = copy_repository(Path(source), self.repo, copy)
+            else:
+                self.repo.mkdir()
+            for folder in (self.home, self.tmp, self.state):
+                folder.mkdir()
+        except OSError as err:
+            self.remove()
+            raise SandboxError(f"cannot copy {source} into a workspace: {err}") from err
+        except BaseException:
+            self.remove()
+            raise
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -170,10 +187,12 @@ class ProcessSandbox:
     name = "process"
     inside_workspace: str  # the workspace path as the command sees it
 
-    def __init__(self, source: Path | None = None, limits: Limits | None = None, network: bool = False) -> None:
+    def __init__(
+        self, source: Path | None = None, limits: Limits | None = None, network: bool = False, copy: str = "git"
+    ) -> None:
         self.limits = limits or Limits()
         self.network = network
-        self.ws = Workspace(source)
+        self.ws = Workspace(source, copy=copy)
         self.workspace = self.ws.repo
         self.tracker = make_tracker(self.limits.processes)
         self._closed = False

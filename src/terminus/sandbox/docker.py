@@ -66,6 +66,7 @@ class DockerSandbox:
         binds: list[str] | None = None,
         memory_mb: int = 8192,
         cpus: float = 2.0,
+        copy: str = "git",
     ) -> None:
         try:
             import docker
@@ -88,7 +89,7 @@ class DockerSandbox:
             raise SandboxError(
                 f"docker image {image!r} is not present locally (build it; no registry is used)"
             ) from err
-        self.ws = Workspace(source)
+        self.ws = Workspace(source, copy=copy)
         self.workspace = self.ws.repo
         (self.ws.state / "wrapper.sh").write_text(
             # Kill everything in the container but its init: no daemon outlives the command.

@@ -103,15 +103,25 @@ def _remove_stale(base: Path) -> None:
     for path in base.glob("terminus-*-*"):
         try:
             owner = int(path.name.split("-")[1])
-            os.kill(owner, 0)
-            if Path(f"/proc/{owner}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z":
-                raise ProcessLookupError  # dead, not yet reaped by its parent
-        except (ProcessLookupError, FileNotFoundError):
+        except ValueError:
+            continue
+        if owner_alive(owner) is False:
             _kill_until_empty(lambda path=path: _cgroup_members(path), budget_s=2.0)
             with contextlib.suppress(OSError):
                 path.rmdir()
-        except (ValueError, PermissionError):
-            continue
+
+
+def owner_alive(pid: int) -> bool | None:
+    """True if the process lives, False if it is gone (or a zombie), None if we may not tell (another user's)."""
+    try:
+        os.kill(pid, 0)
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+            return False  # dead, not yet reaped by its parent
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+    except PermissionError:
+        return None
+    return True
 
 
 class EnvMarker:

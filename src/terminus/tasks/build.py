@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from terminus.errors import TerminusError
 from terminus.io import write_jsonl_atomic
 from terminus.tasks import manifest as manifests
 from terminus.tasks import registry, synthetic
@@ -30,7 +31,10 @@ PAPER = {"test-execution": 2692, "error-diagnosis": 2166, "build/compile": 969, 
 SHORT = {"test-execution": "tests", "error-diagnosis": "diagnose", "build/compile": "build", "dependency": "deps"}
 
 
-class CorpusError(ValueError):
+SAFE_NAME = manifests.SAFE_ID
+
+
+class CorpusError(TerminusError, ValueError):
     pass
 
 
@@ -101,6 +105,8 @@ def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, bac
     for i, p in enumerate(packages):
         if not isinstance(p, dict) or "name" not in p or "version" not in p:
             raise CorpusError(f"{path} entry {i}: needs a name and a version, e.g. {{name: toolz, version: 1.0.0}}")
+        if not all(SAFE_NAME.match(str(p[k])) for k in ("name", "version")):  # both become folder names
+            raise CorpusError(f"{path} entry {i}: name and version may hold only letters, digits, '.', '_', '-'")
     if cfg.get("max_packages"):
         packages = packages[: cfg["max_packages"]]
     cache = Path(os.path.expanduser(cfg["cache"]))
@@ -146,7 +152,7 @@ def _manifests(paths: list[str], repos_dir: Path) -> list[Task]:
     for path in paths:
         for entry in manifests.load_manifest(Path(path)):
             snapshot = f"manifest-{entry['id']}"
-            manifests.checkout(entry, repos_dir / snapshot)
+            manifests.checkout(entry, repos_dir / snapshot, within=repos_dir)
             tasks.append(Task(
                 id=snapshot,
                 language=entry["language"],
@@ -154,6 +160,7 @@ def _manifests(paths: list[str], repos_dir: Path) -> list[Task]:
                 repo=entry.get("repo_id") or entry["repo"].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"),
                 task_type=entry["task_type"],
                 query=entry.get("query", ""),
+                description=entry.get("description", ""),
                 facts=entry["facts"],
                 workspace=f"repos/{snapshot}",
                 image=entry["image"],

@@ -13,22 +13,35 @@ A manifest is YAML or JSON lines; each entry:
     test_cmd: "dotnet test"                         # optional, named in the default query
     query: "..."                                    # optional; otherwise made from the templates
     facts: {tests: {passed: 769, failed: 1, failing: [...]}}
+    repo_id: serilog                                # optional: the repository's identity for splits
+    description: "..."                              # optional context for the subagent
+
+An id becomes a folder name, so it is limited to letters, digits, `.`, `_` and `-`; other keys are rejected with
+their entry, and types are checked (`facts` a mapping, `setup` a list of commands).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import yaml
 
+from terminus.errors import TerminusError
+from terminus.io import ensure_inside
 from terminus.tasks.record import TASK_TYPES
 
 REQUIRED = ("id", "repo", "commit", "image", "language", "task_type", "facts")
+OPTIONAL = ("setup", "test_cmd", "query", "repo_id", "description")
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+TYPES = {"id": str, "repo": str, "commit": str, "image": str, "language": str, "task_type": str, "facts": dict,
+         "setup": list, "test_cmd": str, "query": str, "repo_id": str, "description": str}  # fmt: skip
+TYPE_NAMES = {str: "a string", dict: "a mapping", list: "a list"}
 
 
-class ManifestError(ValueError):
+class ManifestError(TerminusError, ValueError):
     pass
 
 
@@ -54,6 +67,7 @@ def load_manifest(path: Path) -> list[dict]:
         missing = [k for k in REQUIRED if k not in entry]
         if missing:
             raise ManifestError(f"{where} ({entry.get('id', '?')}): missing {', '.join(missing)}")
+        _check_entry(entry, where)
         if entry["task_type"] not in TASK_TYPES:
             raise ManifestError(f"{where}: task_type {entry['task_type']!r} is not one of {', '.join(TASK_TYPES)}")
         if entry["id"] in seen:
@@ -68,8 +82,29 @@ def load_manifest(path: Path) -> list[dict]:
     return entries
 
 
-def checkout(entry: dict, dest: Path) -> Path:
-    """Clone the entry's repository at its commit into dest (a snapshot the sandbox copies per episode)."""
+def _check_entry(entry: dict, where: str) -> None:
+    unknown = sorted(set(entry) - set(REQUIRED) - set(OPTIONAL))
+    if unknown:
+        raise ManifestError(f"{where}: unknown key {', '.join(map(repr, unknown))} (allowed: "
+                            f"{', '.join(REQUIRED + OPTIONAL)})")  # fmt: skip
+    for key, kind in TYPES.items():
+        if key in entry and not isinstance(entry[key], kind):
+            raise ManifestError(f"{where}: {key} must be {TYPE_NAMES[kind]}, not {type(entry[key]).__name__} "
+                                f"{entry[key]!r:.60}")  # fmt: skip
+    if not all(isinstance(c, str) and c.strip() for c in entry.get("setup", [])):
+        raise ManifestError(f"{where}: setup must be a list of commands (non-empty strings)")
+    if not SAFE_ID.match(entry["id"]):
+        raise ManifestError(f"{where}: id {entry['id']!r} may hold only letters, digits, '.', '_' and '-' and must "
+                            "start with a letter or digit (it becomes a folder name)")  # fmt: skip
+
+
+def checkout(entry: dict, dest: Path, within: Path) -> Path:
+    """Clone the entry's repository at its commit into dest (a snapshot the sandbox copies per episode).
+    `dest` must lie inside `within` (the corpus's repos/ folder): it is deleted first."""
+    try:
+        ensure_inside(dest, within, f"manifest entry {entry['id']!r}: snapshot folder")
+    except ValueError as err:
+        raise ManifestError(str(err)) from None
     if dest.exists():
         import shutil
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jsonschema
 
+from terminus.errors import TerminusError
 from terminus.io import write_jsonl_atomic
 
 SCHEMA = "terminus.task/1"
@@ -95,7 +96,7 @@ class Task:
         return (Path(tasks_file).parent / self.workspace).resolve()
 
 
-class TaskFileError(ValueError):
+class TaskFileError(TerminusError, ValueError):
     pass
 
 

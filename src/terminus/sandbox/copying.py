@@ -1,0 +1,103 @@
+"""How a repository becomes a workspace: the files git sees, or everything; special files never.
+
+`git` mode (the default) copies what `git ls-files --cached --others --exclude-standard` lists when the source
+is a git work tree (tracked files, plus untracked files that are not ignored), so a checkout's `.venv`,
+`results/`, build folders and caches stay out, and the repository's own `.git` folder so that `git status` and
+`git diff` work inside. Outside a work tree, in a folder the enclosing work tree ignores (task snapshots under
+`results/`), and in `all` mode, every file is copied. Named pipes, sockets
+and devices are skipped in both modes (copying a pipe blocks, a device is not the repository's): the caller
+gets their paths to report.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+COPY_MODES = ("git", "all")
+
+
+def git_listing(source: Path) -> list[str] | None:
+    """Paths (relative to `source`) git sees under it, or None when it is not inside a git work tree."""
+    if shutil.which("git") is None:
+        return None
+    try:
+        inside = subprocess.run(["git", "-C", str(source), "rev-parse", "--is-inside-work-tree"],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return None
+        # A folder the enclosing repository ignores (a task snapshot under results/) is data, not part of that
+        # repository: git would list nothing in it, so it is copied whole.
+        ignored = subprocess.run(["git", "-C", str(source), "check-ignore", "-q", "."], capture_output=True,
+                                 timeout=60)  # fmt: skip
+        if ignored.returncode == 0:
+            return None
+        listed = subprocess.run(["git", "-C", str(source), "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True, timeout=300)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as err:
+        log.warning("git could not list %s (%s); copying every file", source, err)
+        return None
+    if listed.returncode != 0:
+        return None
+    paths = sorted({p for p in listed.stdout.decode(errors="surrogateescape").split("\0") if p})
+    if (source / ".git").is_dir():  # the repository itself (a worktree's `.git` file points outside: left out)
+        paths = [".git", *paths]
+    return paths
+
+
+def _walk(root: Path, rel: str) -> list[str]:
+    """`rel` and, when it is a real folder, everything below it (symlinks are not followed)."""
+    out = [rel]
+    top = root / rel
+    if top.is_dir() and not top.is_symlink():
+        for folder, dirs, files in os.walk(top):
+            base = Path(folder).relative_to(root)
+            out += [str(base / name) for name in sorted(dirs + files)]
+    return out
+
+
+def copy_repository(source: Path, dest: Path, mode: str = "git") -> list[str]:
+    """Copy `source` into the new folder `dest`; returns the special files skipped (relative paths)."""
+    if mode not in COPY_MODES:
+        raise ValueError(f"copy mode {mode!r}: choose one of {', '.join(COPY_MODES)}")
+    listing = git_listing(source) if mode == "git" else None
+    if listing is None:
+        entries = [str(Path(f).relative_to(source)) for f in _iter_all(source)]
+    else:
+        entries = [e for rel in listing for e in _walk(source, rel)]
+    dest.mkdir(parents=True)
+    skipped = []
+    for rel in entries:
+        src, dst = source / rel, dest / rel
+        try:
+            info = src.lstat()
+        except FileNotFoundError:  # listed by git but deleted in the tree
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            dst.mkdir(parents=True, exist_ok=True)
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if stat.S_ISLNK(info.st_mode):
+            os.symlink(os.readlink(src), dst)
+        elif stat.S_ISREG(info.st_mode):
+            shutil.copy2(src, dst, follow_symlinks=False)
+        else:
+            skipped.append(rel)
+    for rel in sorted({e for e in entries if (source / e).is_dir() and not (source / e).is_symlink()}):
+        shutil.copystat(source / rel, dest / rel, follow_symlinks=False)  # after the files: mtimes stay
+    if skipped:
+        log.warning("%s: skipped %d special files (pipes, sockets, devices): %s", source, len(skipped),
+                    ", ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else ""))  # fmt: skip
+    return skipped
+
+
+def _iter_all(source: Path):
+    for folder, dirs, files in os.walk(source):
+        for name in sorted(dirs + files):
+            yield Path(folder) / name

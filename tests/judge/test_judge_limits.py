@@ -1,0 +1,39 @@
+"""`terminus judge` against an endpoint that never answers (issue 16): the config's or the flags' limits bound it,
+and it ends in one line."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from terminus.cli import app
+from terminus.collect.collect import collect
+from terminus.models import make_policy
+from terminus.tasks.record import Task, write_tasks
+
+
+@pytest.mark.timeout(90)
+def test_judge_calls_are_bounded_by_the_flags(fault_endpoint, tmp_path):
+    (tmp_path / "repos" / "r0").mkdir(parents=True)
+    (tmp_path / "repos" / "r0" / "README.md").write_text("x\n")
+    tasks = tmp_path / "tasks.jsonl"
+    write_tasks(tasks, [Task(id="t0", language="python", source="synthetic", repo="r0", task_type="test-execution",
+                             query="list the files", facts={}, workspace="repos/r0")])  # fmt: skip
+    trajectories = tmp_path / "trajectories.jsonl"
+    collect(tasks, make_policy("scripted"), trajectories, splits=("train",), backend="local", show_progress=False)
+    config = tmp_path / "config.yaml"
+    endpoint = {"base_url": fault_endpoint.url, "model": "tiny"}
+    config.write_text(yaml.safe_dump({"run": "judgelimits", "tasks": {}, "judge": {"endpoint": endpoint}}))
+    fault_endpoint.script = ["never"]
+    start = time.monotonic()
+    result = CliRunner().invoke(app, ["judge", "--trajectories", str(trajectories), "--tasks", str(tasks), "--out",
+                                      str(tmp_path / "verdicts.jsonl"), "--config", str(config),
+                                      "--request-timeout", "1", "--max-retries", "1"])  # fmt: skip
+    elapsed = time.monotonic() - start
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: judge:") and "did not answer within 1 s" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert len(fault_endpoint.arrivals) == 2 and elapsed < 15

@@ -1,0 +1,152 @@
+"""Workspaces copy what git sees, skip special files, and live under a per-run temp root that a later run removes
+when its owner died (issue 16)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from terminus.cli import app
+from terminus.sandbox import SandboxError, make_sandbox, tmproot
+from terminus.sandbox.base import Workspace
+
+
+def git(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """A git work tree like this repository's: tracked files, an untracked one, and ignored .venv/results."""
+    repo = tmp_path / "checkout"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.py").write_text("print('hi')\n")
+    (repo / ".gitignore").write_text(".venv/\nresults/\n__pycache__/\n")
+    git("init", "-q", cwd=repo)
+    git("add", ".", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x", cwd=repo)
+    (repo / "notes.md").write_text("untracked, not ignored\n")
+    for ignored in (".venv/lib/big.bin", "results/run/model.bin", "src/__pycache__/app.pyc"):
+        (repo / ignored).parent.mkdir(parents=True, exist_ok=True)
+        (repo / ignored).write_bytes(b"\0" * 1024)
+    return repo
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and ".git" not in p.parts}
+
+
+def test_a_git_work_tree_is_copied_as_git_sees_it(checkout):
+    ws = Workspace(checkout)
+    try:
+        assert _files(ws.repo) == {".gitignore", "src/app.py", "notes.md"}
+        assert (ws.repo / ".git").is_dir()  # git status works inside
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=ws.repo, capture_output=True, text=True)
+        assert status.stdout.strip() == "?? notes.md"
+    finally:
+        ws.remove()
+
+
+def test_a_subfolder_is_copied_as_git_sees_it_and_an_ignored_one_whole(checkout):
+    """A snapshot under results/ (ignored by the checkout) is data: copied whole, not emptied."""
+    demo = checkout / "src"
+    (demo / "odd name é.py").write_text("x = 1\n")
+    ws = Workspace(demo)
+    try:
+        assert _files(ws.repo) == {"app.py", "odd name é.py"}  # __pycache__ is ignored
+    finally:
+        ws.remove()
+    snapshot = checkout / "results" / "run"
+    (snapshot / "__pycache__").mkdir()
+    (snapshot / "__pycache__" / "m.pyc").write_bytes(b"\0")
+    ws = Workspace(snapshot)
+    try:
+        assert _files(ws.repo) == {"model.bin", "__pycache__/m.pyc"}
+    finally:
+        ws.remove()
+
+
+def test_copy_all_copies_everything(checkout):
+    ws = Workspace(checkout, copy="all")
+    try:
+        assert {".venv/lib/big.bin", "results/run/model.bin", "src/__pycache__/app.pyc"} <= _files(ws.repo)
+    finally:
+        ws.remove()
+
+
+def test_exec_on_a_checkout_leaves_its_venv_and_results_out(checkout):
+    """The observed case: `terminus exec --repo .` copied .venv and results/. The subagent's `ls` shows the copy."""
+    runner = CliRunner()
+    listing = runner.invoke(app, ["run", "--sandbox", "local", "--repo", str(checkout), "ls -A"])
+    assert listing.exit_code == 0, listing.output
+    assert ".venv" not in listing.output and "results" not in listing.output and "notes.md" in listing.output
+    everything = runner.invoke(app, ["run", "--sandbox", "local", "--repo", str(checkout), "--copy", "all", "ls -A"])
+    assert ".venv" in everything.output and "results" in everything.output
+    done = runner.invoke(app, ["exec", "--sandbox", "local", "--repo", str(checkout), "--query", "run the tests"])
+    assert done.exit_code == 0, done.output
+
+
+@pytest.mark.parametrize("mode", ["git", "all"])
+def test_a_named_pipe_is_skipped_with_a_note(tmp_path, mode, caplog):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.txt").write_text("a")
+    os.mkfifo(repo / "queue")
+    ws = Workspace(repo, copy=mode)
+    try:
+        assert ws.skipped == ["queue"] and not (ws.repo / "queue").exists()
+        assert (ws.repo / "a.txt").read_text() == "a"
+        assert "skipped 1 special files" in caplog.text and "queue" in caplog.text
+    finally:
+        ws.remove()
+
+
+def test_a_missing_repository_leaves_no_temp_folder(tmp_path):
+    before = set(tmproot.run_root().iterdir())
+    with pytest.raises(SandboxError, match="does not exist"):
+        make_sandbox("local", tmp_path / "missing")
+    assert set(tmproot.run_root().iterdir()) == before
+
+
+def test_workspaces_live_under_a_root_named_with_the_owner_pid():
+    with make_sandbox("local", None) as box:
+        root = box.workspace.parent.parent
+        assert root.name.startswith(f"terminus-run-{os.getpid()}-")
+        assert root.parent == Path(tempfile.gettempdir())
+
+
+def test_roots_of_dead_owners_are_removed_live_ones_kept(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"terminus-run-{dead.pid}-abc"
+    (stale / "ws-1" / "workspace").mkdir(parents=True)
+    live = tmp_path / f"terminus-run-{os.getppid()}-def"  # our parent lives
+    live.mkdir()
+    assert tmproot.remove_stale_roots(tmp_path) == [stale]
+    assert not stale.exists() and live.is_dir()
+
+
+FORK = """
+import os, sys
+from terminus.sandbox import tmproot
+root = tmproot.run_root()
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # the normal exit path: the child runs the atexit handlers it inherited
+os.waitpid(pid, 0)
+print(root, root.is_dir())
+"""
+
+
+def test_a_forked_child_leaves_its_parents_root_alone(tmp_path):
+    env = os.environ | {"TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", FORK], capture_output=True, text=True, env=env, timeout=60)
+    root, alive = done.stdout.split()
+    assert alive == "True", done.stderr
+    assert not Path(root).exists()  # and the owner removed it when it exited
