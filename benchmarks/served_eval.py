@@ -3,7 +3,7 @@ the `openai` policy at concurrency 1 and 16, against the path it replaces: an in
 every episode. One run, so the ratios share the machine's state. Writes results/benchmarks/served_eval.json:
 {"episodes", "per_min": {"reload_per_episode", "served_c1", "served_c16"}, "speedup_c16_vs_c1", "speedup_vs_reload"}.
 
-    python benchmarks/served_eval.py [--episodes 16] [--reload-episodes 2] [--max-new-tokens 160]
+    python benchmarks/served_eval.py [--episodes 32] [--reload-episodes 2] [--max-new-tokens 160]
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def per_minute(episodes: list, policy_for, concurrency: int, tasks_file: Path, b
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=16)
+    parser.add_argument("--episodes", type=int, default=32)
     parser.add_argument("--reload-episodes", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=160)
     args = parser.parse_args()
