@@ -25,6 +25,8 @@ from terminus.sandbox import Limits, make_sandbox
 
 log = logging.getLogger(__name__)
 
+SUBAGENT_TURNS = 10  # the subagent's tool-call limit: the paper's 10 (VS Code's setting defaults to 5)
+LISTING_LINES = 400  # what the read tool shows of a folder
 MAIN_OUTPUT_CHARS = 30_000  # what a coding agent's terminal keeps of one command's output (head and tail)
 READ_TOOL = {
     "type": "function",
@@ -46,7 +48,7 @@ EDIT_TOOL = {
         },
     },
 }
-SUBAGENT_TOOL = {
+SUBAGENT_TOOL = {  # the input of VS Code's execution_subagent (microsoft/vscode-copilot-chat): both fields required
     "type": "function",
     "function": {
         "name": "execution_subagent",
@@ -56,8 +58,15 @@ SUBAGENT_TOOL = {
         ),
         "parameters": {
             "type": "object",
-            "properties": {"query": {"type": "string", "description": "What to run and what you want to know."}},
-            "required": ["query"],
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What to execute, and what to look for in the output. Can include exact commands "
+                    "to run, or a description of an execution task.",
+                },
+                "description": {"type": "string", "description": "User-visible description shown while invoking."},
+            },
+            "required": ["query", "description"],
         },
     },
 }
@@ -82,6 +91,7 @@ class MainAgentResult:
     subagent_episodes: list[dict] = field(default_factory=list)
     per_turn: list[dict] = field(default_factory=list)
     edits: list[dict] = field(default_factory=list)
+    direct_commands: list[dict] = field(default_factory=list)  # {command, after}: after how many subagent calls
     final_message: str = ""
     error: str | None = None
 
@@ -96,7 +106,7 @@ class MainAgentResult:
 class Workbench:
     """The main agent's tools over one sandbox; the subagent gets a fresh sandbox over the current files."""
 
-    def __init__(self, box, backend: str | None, subagent_policy=None, subagent_turns: int = 10) -> None:
+    def __init__(self, box, backend: str | None, subagent_policy=None, subagent_turns: int = SUBAGENT_TURNS) -> None:
         self.box = box
         self.backend = backend
         self.subagent_policy = subagent_policy
@@ -110,11 +120,15 @@ class Workbench:
     def call(self, name: str, args: dict, result: MainAgentResult, parent_id: str) -> str:
         if name == "run_in_terminal":
             result.direct_terminal_calls += 1
-            out = self.box.run(str(args.get("command", "")), float(args.get("timeout_ms", 120_000)) / 1000)
+            command = str(args.get("command", ""))
+            result.direct_commands.append({"command": command, "after": result.subagent_calls})
+            out = self.box.run(command, float(args.get("timeout_ms", 120_000)) / 1000)
             result.timeouts += int(out.timed_out)
             return truncate(observation(out))
         if name == "read_file":
             path = Path(self.box.workspace) / str(args.get("path", ""))
+            if path.is_dir():
+                return listing(path)
             if not path.is_file():
                 return f"error: no file {args.get('path')}"
             return truncate(path.read_text(errors="replace"))
@@ -129,11 +143,14 @@ class Workbench:
             result.edits.append({"path": args["path"], "old": args["old"], "new": args.get("new", "")})
             return "ok"
         if name == "execution_subagent" and self.subagent_policy is not None:
+            missing = [k for k in ("query", "description") if not str(args.get(k) or "").strip()]
+            if missing:  # VS Code's schema requires both; a call without them is the model's error to fix
+                return f"error: execution_subagent needs {' and '.join(missing)} (both query and description)"
             result.subagent_calls += 1
-            query = str(args.get("query", ""))
+            query = str(args["query"])
             with make_sandbox(self.backend, Path(self.box.workspace)) as sub_box:
                 agent = ExecutionSubagent(self.subagent_policy, sub_box, AgentConfig(max_turns=self.subagent_turns))
-                traj = agent.run(query, parent_id=parent_id)
+                traj = agent.run(query, str(args["description"]), parent_id=parent_id)
             answer = answer_text(traj)
             result.subagent_turns += len(traj.turns)
             result.subagent_tokens += traj.prompt_tokens + traj.completion_tokens
@@ -141,6 +158,7 @@ class Workbench:
             result.subagent_episodes.append(
                 {
                     "query": query,
+                    "description": str(args["description"]),
                     "commands": [t.command for t in traj.turns],
                     "answer": answer,
                     "termination": traj.termination,
@@ -149,6 +167,19 @@ class Workbench:
             )
             return answer
         return f"error: there is no tool {name!r}"
+
+
+def listing(folder: Path, limit: int = LISTING_LINES) -> str:
+    """A folder as the read tool shows it: every file below it, relative, hidden and dependency folders left out."""
+    skip = {"node_modules", "target", "build", "__pycache__", "vendor"}
+    paths = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if path.is_file() and not any(p.startswith(".") or p in skip for p in rel.parts):
+            paths.append(rel.as_posix())
+    shown = paths[:limit]
+    more = f"\n[... {len(paths) - limit} more files]" if len(paths) > limit else ""
+    return "\n".join(shown) + more
 
 
 def truncate(text: str, limit: int = MAIN_OUTPUT_CHARS) -> str:
@@ -215,6 +246,7 @@ def run_main_agent(
     counter: TokenCounter | None = None,
     max_turns: int = 40,
     episode_id: str = "",
+    subagent_turns: int = SUBAGENT_TURNS,
 ) -> tuple[MainAgentResult, Path]:
     """Run one main-agent episode on a copy of the task's repository; returns the result and the edited tree."""
     import tempfile
@@ -224,7 +256,7 @@ def run_main_agent(
     keep = Path(tempfile.mkdtemp(prefix="terminus-main-"))
     start = time.perf_counter()
     with make_sandbox(backend, task.workspace_path(tasks_file), limits=limits) as box:
-        bench = Workbench(box, backend, subagent_policy)
+        bench = Workbench(box, backend, subagent_policy, subagent_turns)
         brain.prepare(task) if hasattr(brain, "prepare") else None
         result = MainAgentLoop(brain, counter, max_turns).run(bench, task_description(task), episode_id)
         import shutil
