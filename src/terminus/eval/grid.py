@@ -19,8 +19,10 @@ from functools import partial
 from pathlib import Path
 
 from terminus.collect.runner import run_episode, run_jobs
+from terminus.eval.metrics import rerun_rate
 from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent, test_command
-from terminus.mainagent.harness import run_main_agent
+from terminus.mainagent.harness import SUBAGENT_TURNS, run_main_agent
+from terminus.mainagent.reader import ReaderMainAgent
 from terminus.mainagent.tokens import TokenCounter
 from terminus.models.openai_compat import api_key_from_env
 from terminus.sandbox import make_sandbox
@@ -47,6 +49,8 @@ def subagent_policy(spec: dict):
 def main_brain(spec: dict):
     if spec["kind"] == "replay":
         return ReplayMainAgent()
+    if spec["kind"] == "reader":
+        return ReaderMainAgent()
     key = api_key_from_env(spec.get("api_key_env"), f"main agent {spec['name']}")
     return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key)
 
@@ -75,6 +79,7 @@ def repair_episode(
         backend=backend,
         counter=TokenCounter(tokenizer),
         episode_id=key,
+        subagent_turns=sub.get("tool_call_limit", SUBAGENT_TURNS),
     )
     resolved = verify(task, tree, backend) if result.error is None else False
     shutil.rmtree(tree.parent, ignore_errors=True)
@@ -94,6 +99,8 @@ def repair_episode(
         "main_agent_turns": result.turns,
         "direct_terminal_calls": result.direct_terminal_calls,
         "subagent_calls": result.subagent_calls,
+        "rerun_rate": rerun_rate(result.subagent_episodes, result.direct_commands),
+        "direct_commands": result.direct_commands,
         "subagent_tokens": result.subagent_tokens,
         "subagent_turns": result.subagent_turns,
         "timeouts": result.timeouts,
@@ -133,6 +140,7 @@ def execution_episode(
         "main_agent_turns": None,
         "direct_terminal_calls": None,
         "subagent_calls": 1,
+        "rerun_rate": None,
         "subagent_tokens": traj["prompt_tokens"] + traj["completion_tokens"],
         "subagent_turns": len(traj["turns"]),
         "timeouts": sum(t["timed_out"] for t in traj["turns"]),
