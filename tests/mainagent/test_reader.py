@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,40 @@ def test_the_vscode_contract(tmp_path):
     assert trajectory["messages"][-2]["content"] == last  # injected on the third (last) turn, tools withdrawn
     assert len(trajectory["turns"]) == 2 and trajectory["termination"] == "turn_limit"
     assert json.loads(json.dumps(SUBAGENT_TOOL)) == SUBAGENT_TOOL
+
+
+def test_the_submission_is_a_diff_that_applies(python_tasks, tmp_path):
+    tasks, tasks_file = python_tasks
+    task = tasks[0]
+    result, tree = run_main_agent(ReaderMainAgent(), task, tasks_file, subagent_policy=make_policy("scripted"))
+    shutil.rmtree(tree.parent, ignore_errors=True)
+    fix = task.meta["fix"]
+    assert result.termination == "done" and f"+++ b/{fix['file']}" in result.diff
+    assert f"-{fix['old']}\n+{fix['new']}\n" in result.diff
+    repo = tmp_path / "repo"
+    shutil.copytree(task.workspace_path(tasks_file), repo)
+    subprocess.run(["git", "apply", "-"], input=result.diff, text=True, cwd=repo, check=True)
+    assert fix["new"] in (repo / fix["file"]).read_text().splitlines()
+
+
+def test_the_file_tools_stay_inside_the_repository(tmp_path):
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "a.txt").write_text("inside\n")
+    (tmp_path / "secret.txt").write_text("outside\n")
+    with make_sandbox(None, tmp_path / "repo") as box:
+        (Path(box.workspace) / "link").symlink_to(tmp_path / "secret.txt")
+        bench, result = Workbench(box, None), MainAgentResult(main_agent="t")
+        for path in ("../secret.txt", str(tmp_path / "secret.txt"), "link"):
+            assert "outside the repository" in bench.call("read_file", {"path": path}, result, "p")
+        assert bench.call("read_file", {"path": "a.txt"}, result, "p") == "inside\n"
+        assert bench.call("read_file", {"path": "."}, result, "p").splitlines() == ["a.txt", "link"]
+        edit = {"path": "../secret.txt", "old": "outside", "new": "changed"}
+        assert bench.call("edit_file", edit, result, "p").startswith("error")
+    assert (tmp_path / "secret.txt").read_text() == "outside\n"
+
+
+def test_a_turn_budget_ends_the_episode_and_says_so(python_tasks):
+    tasks, tasks_file = python_tasks
+    result, tree = run_main_agent(ReaderMainAgent(), tasks[0], tasks_file, max_turns=2)
+    shutil.rmtree(tree.parent, ignore_errors=True)
+    assert result.turns == 2 and result.termination == "turn_limit" and "Turn budget of 2" in result.final_message

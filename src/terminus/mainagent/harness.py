@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import jinja2
+import yaml
+
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
 from terminus.agent.terminal import TERMINAL_TOOL, observation
+from terminus.mainagent.submit import tree_diff
 from terminus.mainagent.tokens import TokenCounter
 from terminus.sandbox import Limits, make_sandbox
 
@@ -70,11 +75,27 @@ SUBAGENT_TOOL = {  # the input of VS Code's execution_subagent (microsoft/vscode
         },
     },
 }
-SYSTEM = (
-    "You are a coding agent working in a repository at {workspace}. Task: {task}\n"
-    "Use the tools to investigate and fix the problem. {delegation}When you are done, reply without a tool call."
-)
-DELEGATION = "Prefer execution_subagent for running builds and tests: it keeps verbose logs out of your context. "
+MAIN_TURNS = 40  # the main agent's turn budget
+DEFAULT_MAIN_PROMPTS = Path(__file__).resolve().parents[3] / "configs" / "mainagent" / "swe.yaml"
+MAIN_PROMPT_KEYS = ("system", "user", "turn_limit")
+
+
+class MainPrompts:
+    """The SWE main agent's Jinja prompts (configs/mainagent/swe.yaml)."""
+
+    def __init__(self, path: Path = DEFAULT_MAIN_PROMPTS) -> None:
+        try:
+            raw = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as err:
+            raise ValueError(f"cannot read main-agent prompt file {path}: {err}") from err
+        missing = [k for k in MAIN_PROMPT_KEYS if not isinstance(raw, dict) or k not in raw]
+        if missing:
+            raise ValueError(f"main-agent prompt file {path} lacks the keys {missing}")
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+        self.templates = {k: env.from_string(raw[k]) for k in MAIN_PROMPT_KEYS}
+
+    def render(self, key: str, **values) -> str:
+        return self.templates[key].render(**values).strip()
 
 
 @dataclass
@@ -93,6 +114,8 @@ class MainAgentResult:
     edits: list[dict] = field(default_factory=list)
     direct_commands: list[dict] = field(default_factory=list)  # {command, after}: after how many subagent calls
     final_message: str = ""
+    termination: str = ""  # done (replied without a tool call) | turn_limit | error
+    diff: str = ""  # what the agent submits: its changes to the repository, as a unified diff
     error: str | None = None
 
     @property
@@ -117,6 +140,15 @@ class Workbench:
         tools = [TERMINAL_TOOL, READ_TOOL, EDIT_TOOL]
         return [*tools, SUBAGENT_TOOL] if self.subagent_policy is not None else tools
 
+    def inside(self, relative: str) -> Path | None:
+        """The file a tool call names, or None when it leaves the repository (`..`, absolute paths, symlinks)."""
+        root = Path(self.box.workspace).resolve()
+        inside = getattr(self.box, "inside_workspace", None)
+        if inside and relative.startswith(str(inside).rstrip("/") + "/"):  # the path as the terminal shows it
+            relative = relative[len(str(inside).rstrip("/")) + 1 :]
+        path = (root / relative).resolve()
+        return path if path == root or path.is_relative_to(root) else None
+
     def call(self, name: str, args: dict, result: MainAgentResult, parent_id: str) -> str:
         if name == "run_in_terminal":
             result.direct_terminal_calls += 1
@@ -126,20 +158,27 @@ class Workbench:
             result.timeouts += int(out.timed_out)
             return truncate(observation(out))
         if name == "read_file":
-            path = Path(self.box.workspace) / str(args.get("path", ""))
+            path = self.inside(str(args.get("path", "")))
+            if path is None:
+                return f"error: {args.get('path')} is outside the repository"
             if path.is_dir():
                 return listing(path)
             if not path.is_file():
                 return f"error: no file {args.get('path')}"
             return truncate(path.read_text(errors="replace"))
         if name == "edit_file":
-            path = Path(self.box.workspace) / str(args.get("path", ""))
-            if not path.is_file():
+            path = self.inside(str(args.get("path", "")))
+            if path is None or not path.is_file():
                 return f"error: no file {args.get('path')}"
             text = path.read_text()
             if text.count(str(args.get("old", ""))) != 1:
                 return "error: `old` must occur exactly once in the file"
+            before = path.stat().st_mtime
             path.write_text(text.replace(args["old"], args.get("new", ""), 1))
+            # Python's .pyc check (and make's, on coarse filesystems) compares mtimes at 1 s resolution: an edit in
+            # the same second as the last one, which only an offline agent is fast enough to make, would be missed.
+            after = max(time.time(), before + 1.0)
+            os.utime(path, (after, after))
             result.edits.append({"path": args["path"], "old": args["old"], "new": args.get("new", "")})
             return "ok"
         if name == "execution_subagent" and self.subagent_policy is not None:
@@ -192,17 +231,25 @@ def truncate(text: str, limit: int = MAIN_OUTPUT_CHARS) -> str:
 class MainAgentLoop:
     """Runs a main agent (anything with `next_step(messages, tools) -> assistant message`) and does the bookkeeping."""
 
-    def __init__(self, brain, counter: TokenCounter, max_turns: int = 40) -> None:
+    def __init__(
+        self, brain, counter: TokenCounter, max_turns: int = MAIN_TURNS, prompts: MainPrompts | None = None
+    ) -> None:
         self.brain, self.counter, self.max_turns = brain, counter, max_turns
+        self.prompts = prompts or MainPrompts()
 
     def run(self, bench: Workbench, task_text: str, parent_id: str) -> MainAgentResult:
         result = MainAgentResult(main_agent=self.brain.name)
-        delegation = DELEGATION if bench.subagent_policy is not None else ""
-        workspace = getattr(bench.box, "inside_workspace", "/workspace")
+        values = {
+            "workspace": getattr(bench.box, "inside_workspace", "/workspace"),
+            "delegate": bench.subagent_policy is not None,
+            "max_turns": self.max_turns,
+            "problem_statement": task_text,
+        }
         messages = [
-            {"role": "system", "content": SYSTEM.format(workspace=workspace, task=task_text, delegation=delegation)},
-            {"role": "user", "content": task_text},
+            {"role": "system", "content": self.prompts.render("system", **values)},
+            {"role": "user", "content": self.prompts.render("user", **values)},
         ]
+        result.termination = "turn_limit"
         try:
             for _ in range(self.max_turns):
                 reply = self.brain.next_step(messages, bench.tools)
@@ -220,6 +267,7 @@ class MainAgentLoop:
                 messages.append(message)
                 if not reply.get("tool_calls"):
                     result.final_message = message["content"]
+                    result.termination = "done"
                     break
                 for call in reply["tool_calls"]:
                     fn = call["function"]
@@ -233,6 +281,9 @@ class MainAgentLoop:
         except Exception as err:  # an endpoint failure ends the episode, recorded (the grid keeps going)
             log.exception("main agent failed")
             result.error = f"{type(err).__name__}: {err}"
+            result.termination = "error"
+        if result.termination == "turn_limit":
+            result.final_message = self.prompts.render("turn_limit", **values)
         return result
 
 
@@ -244,7 +295,7 @@ def run_main_agent(
     subagent_policy=None,
     backend: str | None = None,
     counter: TokenCounter | None = None,
-    max_turns: int = 40,
+    max_turns: int = MAIN_TURNS,
     episode_id: str = "",
     subagent_turns: int = SUBAGENT_TURNS,
 ) -> tuple[MainAgentResult, Path]:
@@ -262,11 +313,15 @@ def run_main_agent(
         import shutil
 
         shutil.copytree(box.workspace, keep / "repo", symlinks=True, dirs_exist_ok=True)
+    result.diff = tree_diff(task.workspace_path(tasks_file), keep / "repo")
     result.per_turn.append({"wall_s": round(time.perf_counter() - start, 3)})
     return result, keep / "repo"
 
 
 def task_description(task) -> str:
+    """The problem statement: the task's own (SWE-style manifests carry one), else the failing suite's."""
+    if task.meta.get("problem_statement"):
+        return str(task.meta["problem_statement"])
     root = task.facts.get("project_root", ".")
     where = "" if root in (".", "") else f" (the project lives in {root}/)"
     return f"The test suite of this repository fails{where}. Find the cause and fix the code so that all tests pass."

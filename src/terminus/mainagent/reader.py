@@ -115,6 +115,10 @@ class ReaderMainAgent:
             yield {"content": "The tests already pass; nothing to fix."}
             return
         found = reading.locations(report, self.files, self.prefer)
+        if not found and project is not None:  # the failure was cut out of a long log: look at the failures only
+            self.notes.append("no file:line in the output; reran the tests, keeping the failures' lines")
+            report = yield from self.terminal(reading.failures_only(project.test_command()))
+            found = reading.locations(report, self.files, self.prefer)
         if not found:
             yield {"content": "The test output names no file:line of the failure; I cannot locate the fault."}
             return

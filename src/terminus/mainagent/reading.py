@@ -77,6 +77,12 @@ class Edit:
     new: str
 
 
+def failures_only(command: str) -> str:
+    """A test run filtered to the lines around its failures, as one reruns a suite whose log was too long."""
+    cues = "not ok|FAIL|Error|error|panicked|assert|want"
+    return f"{command} 2>&1 | grep -E -A25 '{cues}' | head -300"
+
+
 def listing_files(listing: str) -> list[str]:
     """The file paths of a directory listing as the read tool prints it (one path a line, folders end in /)."""
     return [line.strip() for line in listing.splitlines() if line.strip() and not line.strip().endswith("/")]
