@@ -19,7 +19,7 @@ METRICS = (
     "main_agent_turns",
     "direct_terminal_calls",
     "subagent_calls",
-    "rerun_rate",
+    "rerun_rate",  # no value without a subagent, so its paired difference against No-Subagent stays empty
     "judge_score",
     "fact_precision",
     "fact_recall",

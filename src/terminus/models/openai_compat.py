@@ -40,6 +40,7 @@ class OpenAIPolicy:
         max_retries: int = 4,
         timeout_s: float = 120.0,
         backoff_s: float = 1.0,
+        tool_choice: str | dict | None = None,
     ) -> None:
         import openai
 
@@ -53,6 +54,7 @@ class OpenAIPolicy:
             key = "EMPTY"  # local servers such as `vllm serve` accept any key
         self.temperature, self.max_tokens = temperature, max_tokens
         self.max_retries, self.backoff_s = max_retries, backoff_s
+        self.tool_choice = tool_choice  # "auto" (the server's default), "required" or one named function
         self.client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=0, timeout=timeout_s)
         self._errors = openai
 
@@ -65,6 +67,8 @@ class OpenAIPolicy:
                            "max_tokens": self.max_tokens}  # fmt: skip
                 if tools:
                     request["tools"] = tools
+                    if self.tool_choice:
+                        request["tool_choice"] = self.tool_choice
                 response = self.client.chat.completions.create(**request)
                 break
             except (errors.RateLimitError, errors.APITimeoutError, errors.APIConnectionError,
