@@ -260,7 +260,8 @@ class MainAgentLoop:
                 result.prompt_tokens += prompt
                 result.completion_tokens += completion
                 result.turns += 1
-                result.per_turn.append({"prompt_tokens": prompt, "completion_tokens": completion})
+                names = [c.get("function", {}).get("name", "") for c in reply.get("tool_calls") or []]
+                result.per_turn.append({"prompt_tokens": prompt, "completion_tokens": completion, "tools": names})
                 message = {"role": "assistant", "content": reply.get("content") or ""}
                 if reply.get("tool_calls"):
                     message["tool_calls"] = reply["tool_calls"]
@@ -273,8 +274,10 @@ class MainAgentLoop:
                     fn = call["function"]
                     args = fn["arguments"]
                     try:
-                        args = json.loads(args) if isinstance(args, str) else dict(args)
+                        args = json.loads(args) if isinstance(args, str) else args
                     except (json.JSONDecodeError, TypeError, ValueError):
+                        args = {}
+                    if not isinstance(args, dict):  # a model may send any JSON value; the tool names what it lacks
                         args = {}
                     output = bench.call(fn["name"], args, result, parent_id)
                     messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": output})

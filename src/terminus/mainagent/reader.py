@@ -32,12 +32,12 @@ TIMEOUT_MS = 300_000
 Step = Generator[dict, str, None]
 
 
-def _call(step: int, name: str, **args) -> dict:
+def _call(name: str, **args) -> dict:
     return {
         "content": "",
         "tool_calls": [
             {
-                "id": f"call_{step}_{name}",
+                "id": f"call_{name}",  # numbered per episode by next_step
                 "type": "function",
                 "function": {"name": name, "arguments": json.dumps(args)},
             }
@@ -75,17 +75,17 @@ class ReaderMainAgent:
 
     # -- tools, as generator steps: `yield` sends the call, the value sent back is the tool's output --------------
     def read(self, path: str) -> Step:
-        return (yield _call(0, "read_file", path=path))
+        return (yield _call("read_file", path=path))
 
     def terminal(self, command: str) -> Step:
-        return (yield _call(0, "run_in_terminal", command=command, timeout_ms=TIMEOUT_MS))
+        return (yield _call("run_in_terminal", command=command, timeout_ms=TIMEOUT_MS))
 
     def ask(self, query: str, description: str) -> Step:
-        return (yield _call(0, "execution_subagent", query=query, description=description))
+        return (yield _call("execution_subagent", query=query, description=description))
 
     def edit(self, edit: Edit, undo: bool = False) -> Step:
         old, new = (edit.new, edit.old) if undo else (edit.old, edit.new)
-        return (yield _call(0, "edit_file", path=edit.path, old=old, new=new))
+        return (yield _call("edit_file", path=edit.path, old=old, new=new))
 
     def run_tests(self, project: Project | None, query: str, description: str, need_location: bool) -> Step:
         """Test output to read: the subagent's answer if it says what is needed, else the raw run's output."""

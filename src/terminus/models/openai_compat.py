@@ -41,6 +41,7 @@ class OpenAIPolicy:
         timeout_s: float = 120.0,
         backoff_s: float = 1.0,
         tool_choice: str | dict | None = None,
+        seed: int | None = None,
     ) -> None:
         import openai
 
@@ -55,6 +56,7 @@ class OpenAIPolicy:
         self.temperature, self.max_tokens = temperature, max_tokens
         self.max_retries, self.backoff_s = max_retries, backoff_s
         self.tool_choice = tool_choice  # "auto" (the server's default), "required" or one named function
+        self.seed = seed  # sampling seed, for servers that honour it (vLLM does)
         self.client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=0, timeout=timeout_s)
         self._errors = openai
 
@@ -65,6 +67,8 @@ class OpenAIPolicy:
             try:
                 request = {"model": self.model, "messages": messages, "temperature": self.temperature,
                            "max_tokens": self.max_tokens}  # fmt: skip
+                if self.seed is not None:
+                    request["seed"] = self.seed
                 if tools:
                     request["tools"] = tools
                     if self.tool_choice:
