@@ -17,6 +17,7 @@ from terminus.agent.loop import DEFAULT_PROMPTS
 from terminus.config import load_config
 from terminus.eval.grid import verify
 from terminus.eval.metrics import command_signatures, rerun_rate
+from terminus.mainagent import reading
 from terminus.mainagent.harness import SUBAGENT_TOOL, MainAgentResult, Workbench, run_main_agent
 from terminus.mainagent.reader import ReaderMainAgent
 from terminus.models import make_policy
@@ -176,3 +177,21 @@ def test_a_turn_budget_ends_the_episode_and_says_so(python_tasks):
     result, tree = run_main_agent(ReaderMainAgent(), tasks[0], tasks_file, max_turns=2)
     shutil.rmtree(tree.parent, ignore_errors=True)
     assert result.turns == 2 and result.termination == "turn_limit" and "Turn budget of 2" in result.final_message
+
+
+def test_reading_takes_the_failure_line_not_the_log_lines():
+    files = ["go.mod", "thermostat.go", "thermostat_test.go", "pkg/geo/tests/test_geo.c", "pkg/geo/src/geo.c",
+             "test/geometry.test.js", "src/geometry.js"]  # fmt: skip
+    go = ("--- FAIL: TestDegreeHoursTypical (0.00s)\n    thermostat_test.go:7: [core] batch 000: 17 records ok\n"
+          "    thermostat_test.go:15: DegreeHours(3, 4) = 7, want 12\nFAIL\n[exit code 1]")  # fmt: skip
+    assert reading.locations(go, files)[0] == ("thermostat_test.go", 15)
+    assert reading.passed(go) is False and reading.passed("ok  \tx\t0.01s\n[exit code 0]") is True
+    c = "tests/test_geo.c:35: FAIL border_tiles(34) == 132, got 34\n"
+    assert reading.locations(c, files, prefer="pkg/geo") == [("pkg/geo/tests/test_geo.c", 35)]
+    node = "  location: '/workspace/test/geometry.test.js:11:1'\n    at Ctx (/workspace/test/geometry.test.js:13:10)"
+    assert reading.locations(node, files) == [("test/geometry.test.js", 13), ("test/geometry.test.js", 11)]
+    assert reading.passed("pytest: 2 failed, 5 passed") is False and reading.passed("(no final answer)") is None
+    lines = ["func DegreeHours(delta, hours int) int {", "\treturn delta + hours", "}"]
+    assert reading.definition("DegreeHours", lines) == 1 and list(reading.body(lines, 1)) == [2]
+    edits = reading.operator_edits("thermostat.go", lines, [2])
+    assert [e.new for e in edits] == ["\treturn delta - hours", "\treturn delta * hours"]
