@@ -216,7 +216,7 @@ def listing(folder: Path, limit: int = LISTING_LINES) -> str:
         rel = path.relative_to(folder)
         if path.is_file() and not any(p.startswith(".") or p in skip for p in rel.parts):
             paths.append(rel.as_posix())
-    shown = paths[:limit]
+    shown = sorted(paths, key=lambda p: (p.count("/"), p))[:limit]  # shallow first: build files survive the cap
     more = f"\n[... {len(paths) - limit} more files]" if len(paths) > limit else ""
     return "\n".join(shown) + more
 
