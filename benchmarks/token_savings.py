@@ -1,39 +1,96 @@
-"""Main-agent tokens with the scripted-expert subagent vs without it, replay main agent, over the test split.
+"""Main-agent tokens and resolve rate of the `reader` main agent with subagents of different quality.
 
-The corpus is the smoke config's synthetic source with more repositories (so the test split holds enough
-repair tasks); every repair task is solved twice on identical work (same plan of execution needs, as raw
-commands or as subagent queries) and verified in a fresh sandbox. Target: ratio <= 0.6 at equal resolve rate
-(the paper reports ~0.7). Writes results/benchmarks/token_savings.json:
-{"ratio": <with/without main-agent tokens>, "resolve_with": x, "resolve_without": y, "n": <int>,
- "main_agent": "replay"}
+The reader acts only on what it hears (see terminus.mainagent.reader), so a subagent's answers move both its
+tokens and its resolve rate. Subagents: `none` (No-Subagent: the reader runs everything itself), `scripted` (the
+deterministic expert), `silent` (runs the expert's commands but answers nothing: the reader must rerun them),
+and `tiny-base`, a model subagent: the untrained tiny Qwen3-architecture model that `terminus tiny-model` builds
+(no trained smoke model is committed; with `--models DIR` the smoke run's base/sft-merged/export folders found
+under DIR are used too). Every repair task of the test split is solved by each and verified in a fresh sandbox.
 
-    python benchmarks/token_savings.py [--repos 12]
+Targets: scripted tokens <= 0.6x of none at resolve >= none's; the silent subagent shows a lower resolve rate or
+>= 1.5x the scripted subagent's tokens. Writes results/benchmarks/token_savings.json:
+{"main_agent": "reader", "ratio": <scripted/none tokens>, "resolve_with": <scripted>, "resolve_without": <none>,
+ "by_subagent": {name: {"tokens": <mean per task>, "resolve", "direct_terminal_calls", "rerun_rate"}}}
+
+    python benchmarks/token_savings.py [--repos 12] [--models results/smoke/models]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import shutil
 import statistics
 import tempfile
-from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
 
 from terminus.config import load_config
-from terminus.eval.grid import run_grid
-from terminus.judge.scorer import Scorer
+from terminus.eval.grid import verify
+from terminus.eval.metrics import rerun_rate
+from terminus.io import write_text_atomic
+from terminus.mainagent.harness import run_main_agent
+from terminus.mainagent.reader import ReaderMainAgent
+from terminus.mainagent.tokens import TokenCounter
+from terminus.models import make_policy
 from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "benchmarks" / "token_savings.json"
+log = logging.getLogger("token_savings")
+
+
+class SilentSubagent:
+    """The expert's commands, no information back: its final answer is empty."""
+
+    name = "silent"
+
+    def __init__(self) -> None:
+        self.expert = make_policy("scripted")
+
+    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+        reply = self.expert.respond(messages, tools)
+        if "<final_answer>" in (reply.get("content") or ""):
+            return {"content": "<final_answer>\n</final_answer>"}
+        return reply
+
+
+def episode(task, tasks_file: Path, policy, counter: TokenCounter) -> dict:
+    result, tree = run_main_agent(ReaderMainAgent(), task, tasks_file, subagent_policy=policy, counter=counter)
+    try:
+        resolved = verify(task, tree, None) if result.error is None else False
+    finally:
+        shutil.rmtree(tree.parent, ignore_errors=True)
+    return {
+        "task_id": task.id,
+        "tokens": result.tokens,
+        "resolved": float(resolved),
+        "direct_terminal_calls": result.direct_terminal_calls,
+        "rerun_rate": rerun_rate(result.subagent_episodes, result.direct_commands),
+        "error": result.error,
+    }
+
+
+def summary(runs: list[dict]) -> dict:
+    rates = [r["rerun_rate"] for r in runs if r["rerun_rate"] is not None]
+    return {
+        "tokens": round(statistics.fmean(r["tokens"] for r in runs), 1),
+        "resolve": round(statistics.fmean(r["resolved"] for r in runs), 4),
+        "direct_terminal_calls": round(statistics.fmean(r["direct_terminal_calls"] for r in runs), 4),
+        "rerun_rate": round(statistics.fmean(rates), 4) if rates else None,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", type=int, default=12, help="repositories per language")
+    parser.add_argument("--models", type=Path, help="a smoke run's models/ folder (base, sft-merged, export)")
+    parser.add_argument("--concurrency", type=int, default=2)
     args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         raw = {
@@ -42,53 +99,42 @@ def main() -> None:
                 "synthetic": {"repos_per_language": args.repos, "variants": ["fail"]},
                 "registry": {"enabled": False},
             },
-            "eval": {
-                "benchmarks": ["repair"],
-                "concurrency": 4,
-                "subagents": [{"name": "none", "policy": "none"}, {"name": "scripted", "policy": "scripted"}],
-            },
         }
         (root / "config.yaml").write_text(yaml.safe_dump(raw))
         config = load_config(root / "config.yaml")
         build_corpus(config, root / "tasks.jsonl", show_progress=False)
-        tasks = {t.id: t for t in load_tasks(root / "tasks.jsonl")}
-        records = run_grid(config, root / "tasks.jsonl", root / "eval", Scorer(tasks=tasks), show_progress=True)
-    by = defaultdict(dict)
-    for r in records:
-        by[r["task_id"]][r["subagent"]] = r
-    pairs = [(v["none"], v["scripted"]) for v in by.values() if "none" in v and "scripted" in v]
-    without = sum(a["main_agent_tokens"] for a, _ in pairs)
-    with_ = sum(b["main_agent_tokens"] for _, b in pairs)
-    quiet = [(a, b) for a, b in pairs if not tasks[a["task_id"]].meta.get("verbose")]
-    per_language = defaultdict(list)
-    for a, b in pairs:
-        per_language[a["language"]].append(b["main_agent_tokens"] / a["main_agent_tokens"])
+        tasks = [t for t in load_tasks(root / "tasks.jsonl") if t.split == "test" and t.meta.get("fix")]
+        tasks = [t for t in tasks if t.task_type == "test-execution"]
+        models = {}
+        if args.models:
+            for name, folder in (("base", "base"), ("sft", "sft-merged"), ("grpo", "export")):
+                if (args.models / folder / "config.json").is_file():
+                    models[name] = args.models / folder
+        if not models:
+            from terminus.train.tiny import build_tiny_model
+
+            models["tiny-base"] = build_tiny_model(root / "tiny-base")
+        subagents = {"none": lambda: None, "scripted": lambda: make_policy("scripted"), "silent": SilentSubagent}
+        for name, folder in models.items():
+            subagents[name] = lambda folder=folder: make_policy("transformers", model=str(folder), max_new_tokens=160)
+        counter = TokenCounter("qwen")
+        by_subagent = {}
+        for name, factory in subagents.items():
+            workers = 1 if name in models else args.concurrency  # a model subagent is CPU-bound already
+            policy = factory()
+            with ThreadPoolExecutor(workers) as pool:
+                runs = list(pool.map(lambda t, p=policy: episode(t, root / "tasks.jsonl", p, counter), tasks))
+            by_subagent[name] = summary(runs)
+            print(name, json.dumps(by_subagent[name]), flush=True)
+    none, scripted = by_subagent["none"], by_subagent["scripted"]
     result = {
-        "ratio": round(with_ / without, 4),
-        "resolve_with": round(statistics.fmean(b["resolved"] for _, b in pairs), 4),
-        "resolve_without": round(statistics.fmean(a["resolved"] for a, _ in pairs), 4),
-        "n": len(pairs),
-        "main_agent": "replay",
-        "tokens_without": without,
-        "tokens_with": with_,
-        "median_task_ratio": round(
-            statistics.median(b["main_agent_tokens"] / a["main_agent_tokens"] for a, b in pairs), 4
-        ),
-        "ratio_by_language": {k: round(statistics.fmean(v), 4) for k, v in sorted(per_language.items())},
-        "direct_terminal_calls": {
-            "without": statistics.fmean(a["direct_terminal_calls"] for a, _ in pairs),
-            "with": statistics.fmean(b["direct_terminal_calls"] for _, b in pairs),
-        },
-        "ratio_quiet_repos": round(
-            sum(b["main_agent_tokens"] for _, b in quiet) / sum(a["main_agent_tokens"] for a, _ in quiet), 4
-        )
-        if quiet
-        else None,
-        "n_quiet_repos": len(quiet),
-        "tokenizer": "qwen",
+        "main_agent": "reader",
+        "ratio": round(scripted["tokens"] / none["tokens"], 4),
+        "resolve_with": scripted["resolve"],
+        "resolve_without": none["resolve"],
+        "by_subagent": by_subagent,
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=1) + "\n")
+    write_text_atomic(OUT, json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
 
 

@@ -29,8 +29,11 @@ case = analysis.load(results, "case_study")
 analysis.case_study_table(case)
 
 # %%
+print(f"task {case['task_id']} ({case.get('source', 'synthetic')}), main agent {case['main_agent']}")
 for call in case["with_subagent"]["calls"]:
-    print(f"main agent asks: {call['query']}\nsubagent ran {len(call['commands'])} commands and returned:\n")
+    tokens = call.get("summary_tokens", "?")
+    print(f"main agent asks: {call['query']}\nsubagent ran {len(call['commands'])} commands and returned "
+          f"{tokens} tokens:\n")  # fmt: skip
     print(call["summary"], "\n")
 
 # %%

@@ -154,6 +154,7 @@ def sequential_tokens_per_s(model_dir: str, tasks: Path, episodes: int, max_new_
 def real_run(args) -> dict:
     import torch
 
+    from terminus.eval.cells import cell_names
     from terminus.eval.grid import run_cell
     from terminus.io import read_jsonl
     from terminus.judge.scorer import Scorer
@@ -196,12 +197,13 @@ def real_run(args) -> dict:
     config = eval_config(str(root / "model"), 16)
     task_map = {t.id: t for t in load_tasks(tasks)}
     start = time.perf_counter()
+    (cell,) = cell_names(config["eval"])
     records = run_cell(
         config,
         tasks,
         root / "eval",
         Scorer(tasks=task_map),
-        "replay__qwen3-4b-random__execution__0",
+        cell,
         show_progress=False,
     )
     seconds = time.perf_counter() - start

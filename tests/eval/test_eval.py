@@ -172,17 +172,17 @@ def test_each_cell_runs_alone_and_the_summary_names_missing_cells(corpus, tmp_pa
     config_path, tasks_file = corpus
     out = tmp_path / "eval"
     base = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out), "--quiet"]
-    one = subprocess.run([*base, "--cell", "replay__scripted__repair__0", "--no-llm"], capture_output=True, text=True)
+    one = subprocess.run([*base, "--cell", "reader__scripted__repair__0", "--no-llm"], capture_output=True, text=True)
     assert one.returncode == 0, one.stderr
     cells = [p.name for p in (out / "cells").glob("*.jsonl") if not p.name.endswith(".timings.jsonl")]
-    assert cells == ["replay__scripted__repair__0.jsonl"]
+    assert cells == ["reader__scripted__repair__0.jsonl"]
     summary = subprocess.run(
         [TERMINUS, "eval-summary", "--config", str(config_path), "--out", str(out)], capture_output=True, text=True
     )
-    assert summary.returncode != 0 and "replay__none__repair__0" in summary.stderr
+    assert summary.returncode != 0 and "reader__none__repair__0" in summary.stderr
     assert summary.stderr.count("\n") == 1  # one line, no traceback
-    bad = subprocess.run([*base, "--cell", "replay__nobody__repair__0"], capture_output=True, text=True)
-    assert bad.returncode != 0 and "no eval cell 'replay__nobody__repair__0'" in bad.stderr
+    bad = subprocess.run([*base, "--cell", "reader__nobody__repair__0"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "no eval cell 'reader__nobody__repair__0'" in bad.stderr
 
 
 def test_a_transformers_subagent_is_loaded_once_per_cell(corpus, tiny_model, tmp_path):
@@ -202,7 +202,7 @@ def test_a_transformers_subagent_is_loaded_once_per_cell(corpus, tiny_model, tmp
     }
     tasks = {t.id: t for t in load_tasks(tasks_file)}
     records = run_cell(
-        config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "replay__tiny__execution__0", show_progress=False
+        config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "reader__tiny__execution__0", show_progress=False
     )
     assert len(records) == 4 and LOADS[str(model)] == 1
 
@@ -219,7 +219,7 @@ def test_a_vllm_subagent_is_served_once_for_its_cell(corpus, tiny_model, tmp_pat
     config["eval"] |= {"subagents": [{"name": "tiny", "policy": "vllm", "model": str(tiny_model),
                                       "max_new_tokens": 16}], "max_tasks": 4, "concurrency": 4}  # fmt: skip
     tasks = {t.id: t for t in load_tasks(tasks_file)}
-    records = run_cell(config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "replay__tiny__execution__0",
+    records = run_cell(config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "reader__tiny__execution__0",
                        show_progress=False)  # fmt: skip
     assert len(records) == 4 and all(r["error"] is None for r in records)
     assert all(r["subagent_tokens"] > 0 for r in records)  # usage came back from the server

@@ -228,11 +228,12 @@ def token_savings(summary: pd.DataFrame) -> pd.DataFrame:
 
 # -- case study ---------------------------------------------------------------------------------------------
 def case_study_table(case: dict) -> pd.DataFrame:
-    keys = ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls", "resolved"]
+    keys = ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls", "subagent_commands"]
+    keys.append("resolved")
     return pd.DataFrame(
         {
-            "without subagent": [case["without_subagent"][k] for k in keys],
-            "with subagent": [case["with_subagent"][k] for k in keys],
+            "without subagent": [case["without_subagent"].get(k, 0) for k in keys],
+            "with subagent": [case["with_subagent"].get(k, 0) for k in keys],
         },
         index=keys,
     )

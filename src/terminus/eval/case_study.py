@@ -2,29 +2,47 @@
 
 from __future__ import annotations
 
+SYNTHETIC = "synthetic"
 
-def pick_task(records: list[dict], subagent: str) -> str:
-    """The repair task where delegation saved the most main-agent tokens at equal outcome."""
-    by = {(r["subagent"], r["task_id"]): r for r in records if r["benchmark"] == "repair"}
-    best, best_saving = None, None
+
+def _repair(records: list[dict], main_agent: str | None) -> dict[tuple[str, str], dict]:
+    rows = [r for r in records if r["benchmark"] == "repair"]
+    if main_agent is None and rows:  # the first main agent in the records (the config's first)
+        main_agent = rows[0]["main_agent"]
+    return {(r["subagent"], r["task_id"]): r for r in rows if r["main_agent"] == main_agent}
+
+
+def pick_task(records: list[dict], subagent: str, main_agent: str | None = None) -> str:
+    """The repair task where delegation saved the most main-agent tokens at equal outcome, taken among the
+    real-repository instances (registry mutants, SWE-style manifests) when any qualify, else among all."""
+    by = _repair(records, main_agent)
+    candidates = []
     for (sub, task_id), r in by.items():
         base = by.get(("none", task_id))
-        if sub != subagent or base is None or r["resolved"] != base["resolved"]:
+        if sub != subagent or base is None or r["resolved"] != base["resolved"] or r.get("error") or base.get("error"):
             continue
-        saving = base["main_agent_tokens"] - r["main_agent_tokens"]
-        if best_saving is None or saving > best_saving:
-            best, best_saving = task_id, saving
-    if best is None:
-        raise ValueError(f"no repair task has both a `none` and a `{subagent}` episode")
-    return best
+        real = r.get("source", SYNTHETIC) != SYNTHETIC
+        candidates.append((real, base["main_agent_tokens"] - r["main_agent_tokens"], task_id))
+    if not candidates:
+        raise ValueError(f"no repair task has both a `none` and a `{subagent}` episode with the same outcome")
+    return max(candidates)[2]
 
 
-def case_study(records: list[dict], task_id: str | None = None, subagent: str = "scripted") -> dict:
-    task_id = task_id or pick_task(records, subagent)
-    pick = {r["subagent"]: r for r in records if r["task_id"] == task_id and r["benchmark"] == "repair"}
+def case_study(
+    records: list[dict],
+    task_id: str | None = None,
+    subagent: str = "scripted",
+    main_agent: str | None = None,
+    tokenizer: str = "qwen",
+) -> dict:
+    from terminus.mainagent.tokens import TokenCounter
+
+    task_id = task_id or pick_task(records, subagent, main_agent)
+    pick = {s: r for (s, t), r in _repair(records, main_agent).items() if t == task_id}
     if "none" not in pick or subagent not in pick:
         raise ValueError(f"task {task_id} lacks a `none` or `{subagent}` repair episode in the records")
     without, with_ = pick["none"], pick[subagent]
+    counter = TokenCounter(tokenizer)
 
     def side(r: dict) -> dict:
         return {
@@ -37,18 +55,26 @@ def case_study(records: list[dict], task_id: str | None = None, subagent: str = 
 
     return {
         "task_id": task_id,
+        "source": with_.get("source"),
         "main_agent": with_["main_agent"],
         "subagent": subagent,
         "without_subagent": side(without),
         "with_subagent": side(with_)
         | {
             "subagent_commands": sum(len(e["commands"]) for e in with_["subagent_episodes"]),
+            "rerun_rate": with_.get("rerun_rate"),
             "calls": [
-                {"query": e["query"], "commands": e["commands"], "summary": e["answer"]}
+                {
+                    "query": e["query"],
+                    "commands": e["commands"],
+                    "summary": e["answer"],
+                    "summary_tokens": counter.text(e["answer"]),
+                }
                 for e in with_["subagent_episodes"]
             ],
         },
         "token_ratio": round(with_["main_agent_tokens"] / max(1, without["main_agent_tokens"]), 4),
+        "tokenizer": tokenizer,
         "config_hash": with_.get("config_hash"),
         "git_commit": with_.get("git_commit"),
     }

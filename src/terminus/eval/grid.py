@@ -24,8 +24,10 @@ from pathlib import Path
 
 from terminus.collect.runner import run_episode, run_jobs
 from terminus.eval.cells import cell_names, find_cell
+from terminus.eval.metrics import rerun_rate
 from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent, test_command
-from terminus.mainagent.harness import run_main_agent
+from terminus.mainagent.harness import SUBAGENT_TURNS, run_main_agent
+from terminus.mainagent.reader import ReaderMainAgent
 from terminus.mainagent.tokens import TokenCounter
 from terminus.models.openai_compat import api_key_from_env, endpoint_limits
 from terminus.sandbox import make_sandbox
@@ -38,6 +40,8 @@ SCHEMA = "terminus.eval/1"
 def main_brain(spec: dict):
     if spec["kind"] == "replay":
         return ReplayMainAgent()
+    if spec["kind"] == "reader":
+        return ReaderMainAgent()
     key = api_key_from_env(spec.get("api_key_env"), f"main agent {spec['name']}")
     return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key, **endpoint_limits(spec))
 
@@ -73,6 +77,7 @@ def repair_episode(
         backend=backend,
         counter=TokenCounter(tokenizer),
         episode_id=key,
+        subagent_turns=sub.get("tool_call_limit", SUBAGENT_TURNS),
     )
     resolved = verify(task, tree, backend) if result.error is None else False
     shutil.rmtree(tree.parent, ignore_errors=True)
@@ -92,6 +97,8 @@ def repair_episode(
         "main_agent_turns": result.turns,
         "direct_terminal_calls": result.direct_terminal_calls,
         "subagent_calls": result.subagent_calls,
+        "rerun_rate": rerun_rate(result.subagent_episodes, result.direct_commands),
+        "direct_commands": result.direct_commands,
         "subagent_tokens": result.subagent_tokens,
         "subagent_turns": result.subagent_turns,
         "timeouts": result.timeouts,
@@ -113,7 +120,8 @@ def execution_episode(
 ) -> dict:
     start = time.perf_counter()
     key = record_key(main["name"], sub["name"], "execution", seed, task.id)
-    traj = run_episode(task, tasks_file, policy, backend=backend, trajectory_id=key).to_dict()
+    turns = sub.get("tool_call_limit", SUBAGENT_TURNS)
+    traj = run_episode(task, tasks_file, policy, backend=backend, max_turns=turns, trajectory_id=key).to_dict()
     verdict = scorer.score([traj])[0]
     return {
         "schema": SCHEMA,
@@ -131,6 +139,7 @@ def execution_episode(
         "main_agent_turns": None,
         "direct_terminal_calls": None,
         "subagent_calls": 1,
+        "rerun_rate": None,
         "subagent_tokens": traj["prompt_tokens"] + traj["completion_tokens"],
         "subagent_turns": len(traj["turns"]),
         "timeouts": sum(t["timed_out"] for t in traj["turns"]),

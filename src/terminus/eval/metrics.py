@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import random
+import re
+import shlex
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -17,6 +19,7 @@ METRICS = (
     "main_agent_turns",
     "direct_terminal_calls",
     "subagent_calls",
+    "rerun_rate",  # no value without a subagent, so its paired difference against No-Subagent stays empty
     "judge_score",
     "fact_precision",
     "fact_recall",
@@ -30,6 +33,43 @@ METRICS = (
 FIELD = {"resolve_rate": "resolved"}
 CELL = ("main_agent", "subagent", "benchmark", "seed")
 BASELINE = "none"
+
+
+_FULL_LOG = re.compile(r"\s+\(full log kept in the sandbox, filtered\)$")
+_REDIRECT = re.compile(r"\d*>>?\s*(&\d+|\S+)")
+
+
+def command_signatures(command: str) -> set[str]:
+    """What a command runs, for telling a rerun: each step's program and first argument (three words for
+    `python -m X`), without `cd`, redirections, pipes into filters or the version in `python3`."""
+    command = _FULL_LOG.sub("", command.strip())
+    out = set()
+    for step in re.split(r"&&|\|\||;", command):
+        step = _REDIRECT.sub(" ", step.split("|", 1)[0]).strip().strip("()").strip()
+        try:
+            words = shlex.split(step)
+        except ValueError:
+            words = step.split()
+        if not words or words[0] in ("cd", "export", "echo", "true", "exit"):
+            continue
+        program = re.sub(r"[\d.]+$", "", words[0].rsplit("/", 1)[-1])
+        keep = 3 if len(words) > 2 and words[1] == "-m" else 2
+        out.add(" ".join([program, *words[1:keep]]))
+    return out
+
+
+def rerun_rate(subagent_episodes: list[dict], direct_commands: list[dict]) -> float | None:
+    """The share of subagent answers after which (before the next one) the main agent ran itself a command the
+    subagent had already run; None without subagent answers. `direct_commands` are `{command, after}`, `after`
+    counting the subagent calls made before the command."""
+    if not subagent_episodes:
+        return None
+    reran = 0
+    for i, episode in enumerate(subagent_episodes, 1):
+        ran = set().union(*(command_signatures(c) for c in episode.get("commands") or [""]))
+        later = [d["command"] for d in direct_commands if d["after"] == i]
+        reran += any(command_signatures(c) & ran for c in later)
+    return reran / len(subagent_episodes)
 
 
 def bootstrap(values: list[float], n: int = 2000, seed: int = 0, alpha: float = 0.05) -> tuple[float, float, float]:

@@ -69,11 +69,16 @@ class ReplayMainAgent:
         raw = test_command(task)
         if delegate:
             steps = [
-                _call("execution_subagent", query="Run the unit tests and tell me what fails and why."),
+                _call(
+                    "execution_subagent",
+                    query="Run the unit tests and tell me what fails and why.",
+                    description="Running the test suite",
+                ),
                 _call(
                     "execution_subagent",
                     query=f"Run only the failing test {failing[0]} and tell me the assertion, "
                     "the values it compared and the file:line where it fails.",
+                    description=f"Running {failing[0]}",
                 ),
             ]
         else:
@@ -89,7 +94,11 @@ class ReplayMainAgent:
         ]
         if delegate:
             steps.append(
-                _call("execution_subagent", query="Run the tests again and tell me whether they all pass now.")
+                _call(
+                    "execution_subagent",
+                    query="Run the tests again and tell me whether they all pass now.",
+                    description="Re-running the test suite",
+                )
             )
         else:
             steps.append(_call("run_in_terminal", command=raw, timeout_ms=300_000))

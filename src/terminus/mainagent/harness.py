@@ -14,19 +14,26 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import jinja2
+import yaml
+
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
 from terminus.agent.terminal import TERMINAL_TOOL, observation
 from terminus.errors import TerminusError, debug_enabled
+from terminus.mainagent.submit import tree_diff
 from terminus.mainagent.tokens import TokenCounter
 from terminus.sandbox import Limits, make_sandbox
 from terminus.sandbox.tmproot import run_root
 
 log = logging.getLogger(__name__)
 
+SUBAGENT_TURNS = 10  # the subagent's tool-call limit: the paper's 10 (VS Code's setting defaults to 5)
+LISTING_LINES = 400  # what the read tool shows of a folder
 MAIN_OUTPUT_CHARS = 30_000  # what a coding agent's terminal keeps of one command's output (head and tail)
 READ_TOOL = {
     "type": "function",
@@ -48,7 +55,7 @@ EDIT_TOOL = {
         },
     },
 }
-SUBAGENT_TOOL = {
+SUBAGENT_TOOL = {  # the input of VS Code's execution_subagent (microsoft/vscode-copilot-chat): both fields required
     "type": "function",
     "function": {
         "name": "execution_subagent",
@@ -58,16 +65,39 @@ SUBAGENT_TOOL = {
         ),
         "parameters": {
             "type": "object",
-            "properties": {"query": {"type": "string", "description": "What to run and what you want to know."}},
-            "required": ["query"],
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What to execute, and what to look for in the output. Can include exact commands "
+                    "to run, or a description of an execution task.",
+                },
+                "description": {"type": "string", "description": "User-visible description shown while invoking."},
+            },
+            "required": ["query", "description"],
         },
     },
 }
-SYSTEM = (
-    "You are a coding agent working in a repository at {workspace}. Task: {task}\n"
-    "Use the tools to investigate and fix the problem. {delegation}When you are done, reply without a tool call."
-)
-DELEGATION = "Prefer execution_subagent for running builds and tests: it keeps verbose logs out of your context. "
+MAIN_TURNS = 40  # the main agent's turn budget
+DEFAULT_MAIN_PROMPTS = Path(__file__).resolve().parents[3] / "configs" / "mainagent" / "swe.yaml"
+MAIN_PROMPT_KEYS = ("system", "user", "turn_limit")
+
+
+class MainPrompts:
+    """The SWE main agent's Jinja prompts (configs/mainagent/swe.yaml)."""
+
+    def __init__(self, path: Path = DEFAULT_MAIN_PROMPTS) -> None:
+        try:
+            raw = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as err:
+            raise ValueError(f"cannot read main-agent prompt file {path}: {err}") from err
+        missing = [k for k in MAIN_PROMPT_KEYS if not isinstance(raw, dict) or k not in raw]
+        if missing:
+            raise ValueError(f"main-agent prompt file {path} lacks the keys {missing}")
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+        self.templates = {k: env.from_string(raw[k]) for k in MAIN_PROMPT_KEYS}
+
+    def render(self, key: str, **values) -> str:
+        return self.templates[key].render(**values).strip()
 
 
 @dataclass
@@ -84,7 +114,10 @@ class MainAgentResult:
     subagent_episodes: list[dict] = field(default_factory=list)
     per_turn: list[dict] = field(default_factory=list)
     edits: list[dict] = field(default_factory=list)
+    direct_commands: list[dict] = field(default_factory=list)  # {command, after}: after how many subagent calls
     final_message: str = ""
+    termination: str = ""  # done (replied without a tool call) | turn_limit | error
+    diff: str = ""  # what the agent submits: its changes to the repository, as a unified diff
     error: str | None = None
 
     @property
@@ -98,7 +131,7 @@ class MainAgentResult:
 class Workbench:
     """The main agent's tools over one sandbox; the subagent gets a fresh sandbox over the current files."""
 
-    def __init__(self, box, backend: str | None, subagent_policy=None, subagent_turns: int = 10) -> None:
+    def __init__(self, box, backend: str | None, subagent_policy=None, subagent_turns: int = SUBAGENT_TURNS) -> None:
         self.box = box
         self.backend = backend
         self.subagent_policy = subagent_policy
@@ -109,33 +142,56 @@ class Workbench:
         tools = [TERMINAL_TOOL, READ_TOOL, EDIT_TOOL]
         return [*tools, SUBAGENT_TOOL] if self.subagent_policy is not None else tools
 
+    def inside(self, relative: str) -> Path | None:
+        """The file a tool call names, or None when it leaves the repository (`..`, absolute paths, symlinks)."""
+        root = Path(self.box.workspace).resolve()
+        inside = getattr(self.box, "inside_workspace", None)
+        if inside and relative.startswith(str(inside).rstrip("/") + "/"):  # the path as the terminal shows it
+            relative = relative[len(str(inside).rstrip("/")) + 1 :]
+        path = (root / relative).resolve()
+        return path if path == root or path.is_relative_to(root) else None
+
     def call(self, name: str, args: dict, result: MainAgentResult, parent_id: str) -> str:
         if name == "run_in_terminal":
             result.direct_terminal_calls += 1
-            out = self.box.run(str(args.get("command", "")), float(args.get("timeout_ms", 120_000)) / 1000)
+            command = str(args.get("command", ""))
+            result.direct_commands.append({"command": command, "after": result.subagent_calls})
+            out = self.box.run(command, float(args.get("timeout_ms", 120_000)) / 1000)
             result.timeouts += int(out.timed_out)
             return truncate(observation(out))
         if name == "read_file":
-            path = Path(self.box.workspace) / str(args.get("path", ""))
+            path = self.inside(str(args.get("path", "")))
+            if path is None:
+                return f"error: {args.get('path')} is outside the repository"
+            if path.is_dir():
+                return listing(path)
             if not path.is_file():
                 return f"error: no file {args.get('path')}"
             return truncate(path.read_text(errors="replace"))
         if name == "edit_file":
-            path = Path(self.box.workspace) / str(args.get("path", ""))
-            if not path.is_file():
+            path = self.inside(str(args.get("path", "")))
+            if path is None or not path.is_file():
                 return f"error: no file {args.get('path')}"
             text = path.read_text()
             if text.count(str(args.get("old", ""))) != 1:
                 return "error: `old` must occur exactly once in the file"
+            before = path.stat().st_mtime
             path.write_text(text.replace(args["old"], args.get("new", ""), 1))
+            # Python's .pyc check (and make's, on coarse filesystems) compares mtimes at 1 s resolution: an edit in
+            # the same second as the last one, which only an offline agent is fast enough to make, would be missed.
+            after = max(time.time(), before + 1.0)
+            os.utime(path, (after, after))
             result.edits.append({"path": args["path"], "old": args["old"], "new": args.get("new", "")})
             return "ok"
         if name == "execution_subagent" and self.subagent_policy is not None:
+            missing = [k for k in ("query", "description") if not str(args.get(k) or "").strip()]
+            if missing:  # VS Code's schema requires both; a call without them is the model's error to fix
+                return f"error: execution_subagent needs {' and '.join(missing)} (both query and description)"
             result.subagent_calls += 1
-            query = str(args.get("query", ""))
+            query = str(args["query"])
             with make_sandbox(self.backend, Path(self.box.workspace)) as sub_box:
                 agent = ExecutionSubagent(self.subagent_policy, sub_box, AgentConfig(max_turns=self.subagent_turns))
-                traj = agent.run(query, parent_id=parent_id)
+                traj = agent.run(query, str(args["description"]), parent_id=parent_id)
             answer = answer_text(traj)
             result.subagent_turns += len(traj.turns)
             result.subagent_tokens += traj.prompt_tokens + traj.completion_tokens
@@ -143,6 +199,7 @@ class Workbench:
             result.subagent_episodes.append(
                 {
                     "query": query,
+                    "description": str(args["description"]),
                     "commands": [t.command for t in traj.turns],
                     "answer": answer,
                     "termination": traj.termination,
@@ -151,6 +208,19 @@ class Workbench:
             )
             return answer
         return f"error: there is no tool {name!r}"
+
+
+def listing(folder: Path, limit: int = LISTING_LINES) -> str:
+    """A folder as the read tool shows it: every file below it, relative, hidden and dependency folders left out."""
+    skip = {"node_modules", "target", "build", "__pycache__", "vendor"}
+    paths = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if path.is_file() and not any(p.startswith(".") or p in skip for p in rel.parts):
+            paths.append(rel.as_posix())
+    shown = sorted(paths, key=lambda p: (p.count("/"), p))[:limit]  # shallow first: build files survive the cap
+    more = f"\n[... {len(paths) - limit} more files]" if len(paths) > limit else ""
+    return "\n".join(shown) + more
 
 
 def truncate(text: str, limit: int = MAIN_OUTPUT_CHARS) -> str:
@@ -163,17 +233,25 @@ def truncate(text: str, limit: int = MAIN_OUTPUT_CHARS) -> str:
 class MainAgentLoop:
     """Runs a main agent (anything with `next_step(messages, tools) -> assistant message`) and does the bookkeeping."""
 
-    def __init__(self, brain, counter: TokenCounter, max_turns: int = 40) -> None:
+    def __init__(
+        self, brain, counter: TokenCounter, max_turns: int = MAIN_TURNS, prompts: MainPrompts | None = None
+    ) -> None:
         self.brain, self.counter, self.max_turns = brain, counter, max_turns
+        self.prompts = prompts or MainPrompts()
 
     def run(self, bench: Workbench, task_text: str, parent_id: str) -> MainAgentResult:
         result = MainAgentResult(main_agent=self.brain.name)
-        delegation = DELEGATION if bench.subagent_policy is not None else ""
-        workspace = bench.box.inside_workspace
+        values = {
+            "workspace": bench.box.inside_workspace,
+            "delegate": bench.subagent_policy is not None,
+            "max_turns": self.max_turns,
+            "problem_statement": task_text,
+        }
         messages = [
-            {"role": "system", "content": SYSTEM.format(workspace=workspace, task=task_text, delegation=delegation)},
-            {"role": "user", "content": task_text},
+            {"role": "system", "content": self.prompts.render("system", **values)},
+            {"role": "user", "content": self.prompts.render("user", **values)},
         ]
+        result.termination = "turn_limit"
         try:
             for _ in range(self.max_turns):
                 reply = self.brain.next_step(messages, bench.tools)
@@ -184,20 +262,24 @@ class MainAgentLoop:
                 result.prompt_tokens += prompt
                 result.completion_tokens += completion
                 result.turns += 1
-                result.per_turn.append({"prompt_tokens": prompt, "completion_tokens": completion})
+                names = [c.get("function", {}).get("name", "") for c in reply.get("tool_calls") or []]
+                result.per_turn.append({"prompt_tokens": prompt, "completion_tokens": completion, "tools": names})
                 message = {"role": "assistant", "content": reply.get("content") or ""}
                 if reply.get("tool_calls"):
                     message["tool_calls"] = reply["tool_calls"]
                 messages.append(message)
                 if not reply.get("tool_calls"):
                     result.final_message = message["content"]
+                    result.termination = "done"
                     break
                 for call in reply["tool_calls"]:
                     fn = call["function"]
                     args = fn["arguments"]
                     try:
-                        args = json.loads(args) if isinstance(args, str) else dict(args)
+                        args = json.loads(args) if isinstance(args, str) else args
                     except (json.JSONDecodeError, TypeError, ValueError):
+                        args = {}
+                    if not isinstance(args, dict):  # a model may send any JSON value; the tool names what it lacks
                         args = {}
                     output = bench.call(fn["name"], args, result, parent_id)
                     messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": output})
@@ -206,6 +288,9 @@ class MainAgentLoop:
             level = logging.WARNING if expected else logging.ERROR
             log.log(level, "main agent failed: %s", err, exc_info=not expected)
             result.error = f"{type(err).__name__}: {err}"
+            result.termination = "error"
+        if result.termination == "turn_limit":
+            result.final_message = self.prompts.render("turn_limit", **values)
         return result
 
 
@@ -217,8 +302,9 @@ def run_main_agent(
     subagent_policy=None,
     backend: str | None = None,
     counter: TokenCounter | None = None,
-    max_turns: int = 40,
+    max_turns: int = MAIN_TURNS,
     episode_id: str = "",
+    subagent_turns: int = SUBAGENT_TURNS,
 ) -> tuple[MainAgentResult, Path]:
     """Run one main-agent episode on a copy of the task's repository; returns the result and the edited tree."""
     import tempfile
@@ -228,17 +314,21 @@ def run_main_agent(
     keep = Path(tempfile.mkdtemp(prefix="main-", dir=run_root()))  # under the run's root: kill -9 cleans up too
     start = time.perf_counter()
     with make_sandbox(backend, task.workspace_path(tasks_file), limits=limits) as box:
-        bench = Workbench(box, backend, subagent_policy)
+        bench = Workbench(box, backend, subagent_policy, subagent_turns)
         brain.prepare(task) if hasattr(brain, "prepare") else None
         result = MainAgentLoop(brain, counter, max_turns).run(bench, task_description(task), episode_id)
         import shutil
 
         shutil.copytree(box.workspace, keep / "repo", symlinks=True, dirs_exist_ok=True)
+    result.diff = tree_diff(task.workspace_path(tasks_file), keep / "repo")
     result.per_turn.append({"wall_s": round(time.perf_counter() - start, 3)})
     return result, keep / "repo"
 
 
 def task_description(task) -> str:
+    """The problem statement: the task's own (SWE-style manifests carry one), else the failing suite's."""
+    if task.meta.get("problem_statement"):
+        return str(task.meta["problem_statement"])
     root = task.facts.get("project_root", ".")
     where = "" if root in (".", "") else f" (the project lives in {root}/)"
     return f"The test suite of this repository fails{where}. Find the cause and fix the code so that all tests pass."

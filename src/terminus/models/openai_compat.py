@@ -96,6 +96,8 @@ class OpenAIPolicy:
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         backoff_s: float = 0.5,
+        tool_choice: str | dict | None = None,
+        seed: int | None = None,
     ) -> None:
         import openai
 
@@ -116,6 +118,8 @@ class OpenAIPolicy:
         http = openai.DefaultHttpxClient(event_hooks={"request": [self._on_request]})
         self.client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout_s,
                                     http_client=http)  # fmt: skip
+        self.tool_choice = tool_choice  # "auto" (the server's default), "required" or one named function
+        self.seed = seed  # sampling seed, for servers that honour it (vLLM does)
         self._errors = openai
 
     def _on_request(self, request) -> None:
@@ -128,8 +132,12 @@ class OpenAIPolicy:
         errors = self._errors
         request = {"model": self.model, "messages": messages, "temperature": self.temperature,
                    "max_tokens": self.max_tokens}  # fmt: skip
+        if self.seed is not None:
+            request["seed"] = self.seed
         if tools:
             request["tools"] = tools
+            if self.tool_choice:
+                request["tool_choice"] = self.tool_choice
         used = 0  # retries this call has spent, the SDK's and ours
         while True:
             self._seen.retry = 0
