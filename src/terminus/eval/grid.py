@@ -25,6 +25,7 @@ from pathlib import Path
 from terminus.collect.runner import run_episode, run_jobs
 from terminus.eval.cells import cell_names, find_cell
 from terminus.eval.metrics import rerun_rate
+from terminus.eval.swe_cells import is_swe, swe_episode, swe_instances, write_cell_predictions
 from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent, test_command
 from terminus.mainagent.harness import SUBAGENT_TURNS, run_main_agent
 from terminus.mainagent.reader import ReaderMainAgent
@@ -223,7 +224,8 @@ def run_cell(
 
     eval_cfg = config["eval"]
     main, sub, bench, seed = find_cell(eval_cfg, name)
-    tasks = [t for t in load_tasks(tasks_file) if t.split == eval_cfg["split"]]
+    # SWE-family cells bring their own instances; the others run the task file's split
+    tasks = [] if is_swe(bench) else [t for t in load_tasks(tasks_file) if t.split == eval_cfg["split"]]
     repair = [t for t in tasks if t.meta.get("fix") and t.task_type == "test-execution"]
     execution = tasks
     if eval_cfg.get("max_tasks"):
@@ -238,9 +240,15 @@ def run_cell(
         warm_imports()
     stamp = make_stamp(config)
     backend = config.get("sandbox")
+    instances = swe_instances(eval_cfg, bench) if is_swe(bench) else []
     with served_subagent(sub, out_dir / "logs") as policy:
         jobs = []
-        for task in repair if bench == "repair" else execution:
+        for inst in instances:
+            key = record_key(main["name"], sub["name"], bench, seed, inst.instance_id)
+            timeout = (eval_cfg.get("swe") or {}).get("timeout_s", 1800)
+            jobs.append((key, partial(swe_episode, inst, main, sub, bench, seed, backend, stamp, eval_cfg["tokenizer"],
+                                      policy, timeout)))  # fmt: skip
+        for task in [] if instances else repair if bench == "repair" else execution:
             key = record_key(main["name"], sub["name"], bench, seed, task.id)
             if bench == "repair":
                 job = partial(
@@ -250,7 +258,10 @@ def run_cell(
                 job = partial(execution_episode, task, tasks_file, main, sub, seed, backend, stamp, scorer, policy)
             jobs.append((key, job))
         out = out_dir / "cells" / f"{name}.jsonl"
-        return run_jobs(jobs, out, eval_cfg["concurrency"], show_progress, name, key="key", **(resume or {}))
+        records = run_jobs(jobs, out, eval_cfg["concurrency"], show_progress, name, key="key", **(resume or {}))
+    if is_swe(bench):
+        write_cell_predictions(records, out_dir, name)
+    return records
 
 
 def run_grid(

@@ -160,36 +160,16 @@ class Workbench:
             result.timeouts += int(out.timed_out)
             return truncate(observation(out))
         if name == "read_file":
-            path = self.inside(str(args.get("path", "")))
-            if path is None:
-                return f"error: {args.get('path')} is outside the repository"
-            if path.is_dir():
-                return listing(path)
-            if not path.is_file():
-                return f"error: no file {args.get('path')}"
-            return truncate(path.read_text(errors="replace"))
+            return self.read(str(args.get("path", "")))
         if name == "edit_file":
-            path = self.inside(str(args.get("path", "")))
-            if path is None or not path.is_file():
-                return f"error: no file {args.get('path')}"
-            text = path.read_text()
-            if text.count(str(args.get("old", ""))) != 1:
-                return "error: `old` must occur exactly once in the file"
-            before = path.stat().st_mtime
-            path.write_text(text.replace(args["old"], args.get("new", ""), 1))
-            # Python's .pyc check (and make's, on coarse filesystems) compares mtimes at 1 s resolution: an edit in
-            # the same second as the last one, which only an offline agent is fast enough to make, would be missed.
-            after = max(time.time(), before + 1.0)
-            os.utime(path, (after, after))
-            result.edits.append({"path": args["path"], "old": args["old"], "new": args.get("new", "")})
-            return "ok"
+            return self.edit(args, result)
         if name == "execution_subagent" and self.subagent_policy is not None:
             missing = [k for k in ("query", "description") if not str(args.get(k) or "").strip()]
             if missing:  # VS Code's schema requires both; a call without them is the model's error to fix
                 return f"error: execution_subagent needs {' and '.join(missing)} (both query and description)"
             result.subagent_calls += 1
             query = str(args["query"])
-            with make_sandbox(self.backend, Path(self.box.workspace)) as sub_box:
+            with self.subagent_box() as sub_box:
                 agent = ExecutionSubagent(self.subagent_policy, sub_box, AgentConfig(max_turns=self.subagent_turns))
                 traj = agent.run(query, str(args["description"]), parent_id=parent_id)
             answer = answer_text(traj)
@@ -208,6 +188,36 @@ class Workbench:
             )
             return answer
         return f"error: there is no tool {name!r}"
+
+    def read(self, relative: str) -> str:
+        path = self.inside(relative)
+        if path is None:
+            return f"error: {relative} is outside the repository"
+        if path.is_dir():
+            return listing(path)
+        if not path.is_file():
+            return f"error: no file {relative}"
+        return truncate(path.read_text(errors="replace"))
+
+    def edit(self, args: dict, result: MainAgentResult) -> str:
+        path = self.inside(str(args.get("path", "")))
+        if path is None or not path.is_file():
+            return f"error: no file {args.get('path')}"
+        text = path.read_text()
+        if text.count(str(args.get("old", ""))) != 1:
+            return "error: `old` must occur exactly once in the file"
+        before = path.stat().st_mtime
+        path.write_text(text.replace(args["old"], args.get("new", ""), 1))
+        # Python's .pyc check (and make's, on coarse filesystems) compares mtimes at 1 s resolution: an edit in
+        # the same second as the last one, which only an offline agent is fast enough to make, would be missed.
+        after = max(time.time(), before + 1.0)
+        os.utime(path, (after, after))
+        result.edits.append({"path": args["path"], "old": args["old"], "new": args.get("new", "")})
+        return "ok"
+
+    def subagent_box(self):
+        """A fresh sandbox over the repository's current files (the main agent's edits included)."""
+        return make_sandbox(self.backend, Path(self.box.workspace))
 
 
 def listing(folder: Path, limit: int = LISTING_LINES) -> str:

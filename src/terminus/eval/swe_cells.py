@@ -1,0 +1,103 @@
+"""SWE-bench-family benchmarks in the grid (`swebench-pro`, `swe-sharp`, `swebench-verified`: a benchmark name
+that is a config under configs/benchmarks/). The main agent gets the instance's problem statement in the instance's
+environment (its image at its repository path, or a local repository at its base commit), its edits become a patch,
+and the official rule grades it in a fresh sandbox: resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passes.
+Each cell also writes its predictions in SWE-bench's format, `eval/predictions/<cell>.jsonl`, so the official
+harnesses can confirm our grading."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from terminus.eval.cells import SEP
+
+GRID_BENCHMARKS = ("repair", "execution")
+
+
+def is_swe(bench: str) -> bool:
+    return bench not in GRID_BENCHMARKS
+
+
+def swe_instances(eval_cfg: dict, bench: str) -> list:
+    from terminus.swe import load_instances
+
+    swe = eval_cfg.get("swe") or {}
+    dataset = (swe.get("datasets") or {}).get(bench)
+    return load_instances(bench, dataset=dataset, limit=eval_cfg.get("max_tasks") or swe.get("limit"))
+
+
+def swe_episode(inst, main: dict, sub: dict, bench: str, seed: int, backend: str | None, stamp: dict,
+                tokenizer: str, policy, timeout_s: float) -> dict:  # fmt: skip
+    from terminus.eval.grid import SCHEMA, main_brain, record_key
+    from terminus.eval.metrics import rerun_rate
+    from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, SUBAGENT_TURNS, MainAgentLoop, Workbench
+    from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
+    from terminus.mainagent.tokens import TokenCounter
+    from terminus.sandbox import Limits
+    from terminus.swe import grade_patch, instance_sandbox, patch_from_sandbox
+
+    start = time.perf_counter()
+    key = record_key(main["name"], sub["name"], bench, seed, inst.instance_id)
+    limits = Limits(output_head_bytes=MAIN_OUTPUT_CHARS // 2, output_tail_bytes=MAIN_OUTPUT_CHARS // 2)
+    turns = sub.get("tool_call_limit", SUBAGENT_TURNS)
+    patch, error = "", None
+    with instance_sandbox(inst, backend, limits=limits, for_agent=True) as (box, workdir):
+        if inst.repo_path:  # a local repository: the workspace is the checkout, tools work on the host copy
+            bench_tools = Workbench(box, backend, policy, turns)
+        else:  # an image: the repository is at the image's path; tools and subagent use the container itself
+            bench_tools = InstanceWorkbench(AtWorkdir(box, inst.workdir or "/"), backend, policy, turns)
+        result = MainAgentLoop(main_brain(main), TokenCounter(tokenizer)).run(bench_tools, inst.problem_statement, key)
+        try:
+            patch = patch_from_sandbox(box, inst, workdir)
+        except Exception as err:  # an unreadable tree is an unresolved instance, recorded
+            error = f"{type(err).__name__}: {err}"
+    grade = grade_patch(inst, patch, backend, timeout_s=timeout_s)
+    report = grade.report()
+    return {
+        "schema": SCHEMA,
+        "key": key,
+        "main_agent": main["name"],
+        "subagent": sub["name"],
+        "benchmark": bench,
+        "seed": seed,
+        "task_id": inst.instance_id,
+        "language": inst.language,
+        "source": inst.family,
+        "main_agent_tokens": result.tokens,
+        "main_prompt_tokens": result.prompt_tokens,
+        "main_completion_tokens": result.completion_tokens,
+        "main_agent_turns": result.turns,
+        "direct_terminal_calls": result.direct_terminal_calls,
+        "subagent_calls": result.subagent_calls,
+        "rerun_rate": rerun_rate(result.subagent_episodes, result.direct_commands),
+        "direct_commands": result.direct_commands,
+        "subagent_tokens": result.subagent_tokens,
+        "subagent_turns": result.subagent_turns,
+        "timeouts": result.timeouts,
+        "resolved": float(grade.resolved),
+        "fail_to_pass": report["fail_to_pass"],
+        "pass_to_pass": report["pass_to_pass"],
+        "model_patch": patch,
+        "error": result.error or error or grade.error,
+        "subagent_episodes": [{k: v for k, v in e.items() if k != "trajectory"} for e in result.subagent_episodes],
+        "judge_score": None,
+        "fact_precision": None,
+        "fact_recall": None,
+        "hallucinated": None,
+        "reward": None,
+        "wall_s": round(time.perf_counter() - start, 3),
+        **stamp,
+    }
+
+
+def write_cell_predictions(records: list[dict], out_dir: Path, name: str) -> Path:
+    """`eval/predictions/<cell>.jsonl` in SWE-bench's format: {instance_id, model_name_or_path, model_patch}."""
+    from terminus.swe import write_predictions
+
+    main, sub = name.split(SEP)[:2]
+    rows = [{"instance_id": r["task_id"], "model_name_or_path": f"{main}+{sub}", "model_patch": r.get("model_patch")
+             or ""} for r in records]  # fmt: skip
+    path = out_dir / "predictions" / f"{name}.jsonl"
+    write_predictions(rows, path, "swebench")
+    return path
