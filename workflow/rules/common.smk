@@ -83,3 +83,9 @@ def cell_gpus(wildcards) -> int:
 
 def cell_mem_mb(wildcards) -> int:
     return 64000 if cell_needs_gpu(config["eval"], wildcards.cell) else 8000
+
+
+def tasks_runtime() -> int:
+    """Minutes for the corpus stage: a few without real repositories; validating thousands in their images takes
+    a day on a node."""
+    return 2880 if config["tasks"].get("swe", {}).get("enabled") else 60

@@ -10,8 +10,8 @@ rule tasks:
     conda:
         ENV
     resources:
-        mem_mb=4000,
-        runtime=60,
+        mem_mb=16000,
+        runtime=tasks_runtime(),
     shell:
         "terminus tasks build --config {input.config} --out {output.tasks} --quiet > {log} 2>&1"
 

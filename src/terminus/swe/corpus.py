@@ -174,3 +174,40 @@ def select_rebench(rows: list[dict], cfg: dict, exclude_repos: set[str]) -> tupl
         repos.append(repo)
     splits = assign_splits(repos, cfg.get("splits") or {"train": 0.9, "val": 0.05, "test": 0.05}, seed)
     return chosen, splits
+
+
+def build_swe_corpus(
+    swe_cfg: dict, out: Path, backend: str | None, seed: int = 0, options: dict | None = None
+) -> dict:
+    """The paper's real-repository corpus in one step: the selection (`swe_cfg["config"]`, e.g. SWE-rebench-V2),
+    validated in the instances' images when `swe_cfg["validate"]` (dropped ones counted), then corpus tasks.
+    Writes `out` (tasks), `<out>.validation.json` and `<out>.stats.json`; returns the stats."""
+    import json
+
+    from terminus.io import write_text_atomic
+    from terminus.swe.benchmarks import benchmark_repos, instances_from_rows, load_benchmark_config
+    from terminus.swe.families import load_rows
+    from terminus.swe.validate import validate_instances
+    from terminus.tasks.record import write_tasks
+
+    out = Path(out)
+    cfg = load_benchmark_config(swe_cfg["config"])
+    source = swe_cfg.get("dataset") or cfg["dataset"]
+    rows = load_rows(source, cfg.get("split"))
+    exclude = set(cfg.get("exclude_repos") or []) | benchmark_repos(cfg.get("exclude_benchmarks") or [])
+    chosen, _ = select_rebench(rows, cfg, exclude)
+    if swe_cfg.get("limit"):
+        chosen = chosen[: swe_cfg["limit"]]
+    base_dir = Path(source).resolve().parent if Path(source).is_file() else None
+    instances = instances_from_rows(chosen, cfg, base_dir)
+    report: dict = {"instances": len(instances), "kept": len(instances), "dropped": 0, "observed": {}}
+    if swe_cfg.get("validate", True):
+        instances, report = validate_instances(instances, backend, options=options,
+                                               concurrency=swe_cfg.get("concurrency", 2))  # fmt: skip
+    write_text_atomic(out.with_suffix(".validation.json"), json.dumps(report, indent=1, default=str) + "\n")
+    tasks = [t for inst in instances for t in tasks_for(inst, out, report["observed"].get(inst.instance_id), seed)]
+    write_tasks(out, sorted(tasks, key=lambda t: t.id))
+    validation = {k: report[k] for k in ("instances", "kept", "dropped")}
+    stats = label_distribution(tasks) | {"selected": len(chosen), "validation": validation}
+    write_text_atomic(out.with_suffix(".stats.json"), json.dumps(stats, indent=1) + "\n")
+    return stats

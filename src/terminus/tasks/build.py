@@ -23,7 +23,7 @@ from terminus.io import write_jsonl_atomic
 from terminus.tasks import manifest as manifests
 from terminus.tasks import registry, synthetic
 from terminus.tasks.queries import make_query, paraphrase
-from terminus.tasks.record import SPLITS, Task, write_tasks
+from terminus.tasks.record import SPLITS, Task, load_tasks, write_tasks
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +171,20 @@ def _manifests(paths: list[str], repos_dir: Path) -> list[Task]:
     return tasks
 
 
+def _swe(swe: dict, out: Path, seed: int, backend: str | None, report: dict) -> list[Task]:
+    """Real-repository tasks (terminus.swe: the selection, validated in its images), built under swe/ beside `out`;
+    their snapshot paths are re-rooted at `out`'s folder."""
+    from terminus.swe.corpus import build_swe_corpus
+
+    swe_out = out.parent / "swe" / "tasks.jsonl"
+    report["swe"] = build_swe_corpus(swe, swe_out, backend, seed)
+    tasks = load_tasks(swe_out)
+    for task in tasks:
+        if task.workspace:
+            task.workspace = f"swe/{task.workspace}"
+    return tasks
+
+
 def build_corpus(config: dict, out: Path, show_progress: bool = True) -> list[Task]:
     cfg, seed = config["tasks"], config.get("seed", 0)
     out = Path(out)
@@ -196,6 +210,8 @@ def build_corpus(config: dict, out: Path, show_progress: bool = True) -> list[Ta
         if reg.get("enabled"):
             tasks += _registry(reg, seed, repos_dir, step, report, config.get("sandbox"))
         tasks += _manifests(cfg.get("manifests") or [], repos_dir)
+        if (cfg.get("swe") or {}).get("enabled"):
+            tasks += _swe(cfg["swe"], out, seed, config.get("sandbox"), report)
     if not tasks:
         raise CorpusError("the config enables no source that gives tasks")
     splits = assign_splits([t.repo for t in tasks], cfg["splits"], seed)
