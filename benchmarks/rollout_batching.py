@@ -16,15 +16,12 @@ import time
 from functools import partial
 from pathlib import Path
 
-import yaml
-
 from terminus.collect.lockstep import run_lockstep
 from terminus.collect.runner import run_episode
-from terminus.config import load_config
 from terminus.models.generate import TransformersGenerator
 from terminus.models.local import load_transformers
 from terminus.sandbox import default_backend
-from terminus.tasks.build import build_corpus
+from terminus.tasks.build import small_corpus
 from terminus.tasks.record import load_tasks
 from terminus.train.tiny import build_tiny_model
 
@@ -52,17 +49,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rollout-batching-") as tmp:
         root = Path(tmp)
-        raw = {
-            "run": "bench",
-            "tasks": {
-                "synthetic": {"languages": ["python", "node"], "repos_per_language": 2, "variants": ["fail", "pass"]},
-                "registry": {"enabled": False},
-                "splits": {"train": 1.0, "val": 0.0, "test": 0.0},
-            },
-        }
-        (root / "config.yaml").write_text(yaml.safe_dump(raw))
-        build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
-        tasks_file = root / "tasks.jsonl"
+        tasks_file = small_corpus(root, ["python", "node"], 2, ["fail", "pass"])
         tasks = load_tasks(tasks_file)
         # GRPO's shape: a few tasks, each rolled out several times (num_generations)
         batch = [tasks[i % min(4, len(tasks))] for i in range(args.episodes)]

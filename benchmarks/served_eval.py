@@ -16,15 +16,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import yaml
-
 from terminus.collect.runner import run_episode
-from terminus.config import load_config
 from terminus.models.local import VLLMPolicy
 from terminus.models.openai_compat import OpenAIPolicy
 from terminus.models.serve import vllm_server
 from terminus.sandbox import default_backend
-from terminus.tasks.build import build_corpus
+from terminus.tasks.build import small_corpus
 from terminus.tasks.record import load_tasks
 from terminus.train.tiny import build_tiny_model
 
@@ -51,17 +48,7 @@ def main() -> None:
     backend = default_backend()
     with tempfile.TemporaryDirectory(prefix="served-eval-") as tmp:
         root = Path(tmp)
-        raw = {
-            "run": "bench",
-            "tasks": {
-                "synthetic": {"languages": ["python", "node"], "repos_per_language": 4, "variants": ["fail", "pass"]},
-                "registry": {"enabled": False},
-                "splits": {"train": 1.0, "val": 0.0, "test": 0.0},
-            },
-        }
-        (root / "config.yaml").write_text(yaml.safe_dump(raw))
-        build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
-        tasks_file = root / "tasks.jsonl"
+        tasks_file = small_corpus(root, ["python", "node"], 4, ["fail", "pass"])
         tasks = load_tasks(tasks_file)
         episodes = [tasks[i % len(tasks)] for i in range(args.episodes)]
         model = str(build_tiny_model(root / "model"))

@@ -25,32 +25,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "benchmarks" / "gpu_check.json"
 RECIPE = ROOT / "configs" / "grpo" / "qwen3-4b.yaml"
 
 
 def corpus(root: Path, repos: int) -> Path:
-    from terminus.config import load_config
-    from terminus.tasks.build import build_corpus
+    from terminus.tasks.build import small_corpus
 
-    raw = {
-        "run": "gpu-check",
-        "tasks": {
-            "synthetic": {
-                "languages": ["python", "node"],
-                "repos_per_language": repos,
-                "variants": ["fail", "pass", "broken"],
-            },
-            "registry": {"enabled": False},
-            "splits": {"train": 1.0, "val": 0.0, "test": 0.0},
-        },
-    }
-    (root / "config.yaml").write_text(yaml.safe_dump(raw))
-    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
-    return root / "tasks.jsonl"
+    return small_corpus(root, ["python", "node"], repos, ["fail", "pass", "broken"])
 
 
 def grpo_argv(model: str, tasks: Path, out: Path, steps: int, sandbox: str) -> list[str]:

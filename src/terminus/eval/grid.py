@@ -82,16 +82,27 @@ def repair_episode(
     )
     resolved = verify(task, tree, backend) if result.error is None else False
     shutil.rmtree(tree.parent, ignore_errors=True)
+    return main_agent_record(key, main, sub, "repair", seed, task.id, task.language, task.source, result) | {
+        "resolved": float(resolved),
+        "wall_s": round(time.perf_counter() - start, 3),
+        **stamp,
+    }
+
+
+def main_agent_record(
+    key: str, main: dict, sub: dict, bench: str, seed: int, task_id: str, language: str, source: str, result
+) -> dict:
+    """The EvalRecord of a main-agent episode (repair and SWE-family cells), but for its outcome and wall time."""
     return {
         "schema": SCHEMA,
         "key": key,
         "main_agent": main["name"],
         "subagent": sub["name"],
-        "benchmark": "repair",
+        "benchmark": bench,
         "seed": seed,
-        "task_id": task.id,
-        "language": task.language,
-        "source": task.source,
+        "task_id": task_id,
+        "language": language,
+        "source": source,
         "main_agent_tokens": result.tokens,
         "main_prompt_tokens": result.prompt_tokens,
         "main_completion_tokens": result.completion_tokens,
@@ -103,7 +114,6 @@ def repair_episode(
         "subagent_tokens": result.subagent_tokens,
         "subagent_turns": result.subagent_turns,
         "timeouts": result.timeouts,
-        "resolved": float(resolved),
         "error": result.error,
         "subagent_episodes": [{k: v for k, v in e.items() if k != "trajectory"} for e in result.subagent_episodes],
         "judge_score": None,
@@ -111,8 +121,6 @@ def repair_episode(
         "fact_recall": None,
         "hallucinated": None,
         "reward": None,
-        "wall_s": round(time.perf_counter() - start, 3),
-        **stamp,
     }
 
 

@@ -29,8 +29,7 @@ def swe_instances(eval_cfg: dict, bench: str) -> list:
 
 def swe_episode(inst, main: dict, sub: dict, bench: str, seed: int, backend: str | None, stamp: dict,
                 tokenizer: str, policy, timeout_s: float) -> dict:  # fmt: skip
-    from terminus.eval.grid import SCHEMA, main_brain, record_key
-    from terminus.eval.metrics import rerun_rate
+    from terminus.eval.grid import main_agent_record, main_brain, record_key
     from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, SUBAGENT_TURNS, MainAgentLoop, Workbench
     from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
     from terminus.mainagent.tokens import TokenCounter
@@ -54,38 +53,13 @@ def swe_episode(inst, main: dict, sub: dict, bench: str, seed: int, backend: str
             error = f"{type(err).__name__}: {err}"
     grade = grade_patch(inst, patch, backend, timeout_s=timeout_s)
     report = grade.report()
-    return {
-        "schema": SCHEMA,
-        "key": key,
-        "main_agent": main["name"],
-        "subagent": sub["name"],
-        "benchmark": bench,
-        "seed": seed,
-        "task_id": inst.instance_id,
-        "language": inst.language,
-        "source": inst.family,
-        "main_agent_tokens": result.tokens,
-        "main_prompt_tokens": result.prompt_tokens,
-        "main_completion_tokens": result.completion_tokens,
-        "main_agent_turns": result.turns,
-        "direct_terminal_calls": result.direct_terminal_calls,
-        "subagent_calls": result.subagent_calls,
-        "rerun_rate": rerun_rate(result.subagent_episodes, result.direct_commands),
-        "direct_commands": result.direct_commands,
-        "subagent_tokens": result.subagent_tokens,
-        "subagent_turns": result.subagent_turns,
-        "timeouts": result.timeouts,
+    record = main_agent_record(key, main, sub, bench, seed, inst.instance_id, inst.language, inst.family, result)
+    return record | {
         "resolved": float(grade.resolved),
         "fail_to_pass": report["fail_to_pass"],
         "pass_to_pass": report["pass_to_pass"],
         "model_patch": patch,
         "error": result.error or error or grade.error,
-        "subagent_episodes": [{k: v for k, v in e.items() if k != "trajectory"} for e in result.subagent_episodes],
-        "judge_score": None,
-        "fact_precision": None,
-        "fact_recall": None,
-        "hallucinated": None,
-        "reward": None,
         "wall_s": round(time.perf_counter() - start, 3),
         **stamp,
     }

@@ -263,3 +263,18 @@ def format_stats(stats: dict) -> str:
     for k, v in stats["by_type"].items():
         lines.append(f"  {k:<16}{v['ours']:>6}{v['ours_share']:>8.1%}{v['paper']:>8}{v['paper_share']:>8.1%}")
     return "\n".join(lines)
+
+
+def small_corpus(root: Path, languages: list[str], repos_per_language: int, variants: list[str],
+                 splits: dict | None = None) -> Path:  # fmt: skip
+    """A synthetic-only corpus under `root` (its config.yaml, tasks.jsonl and repos/), built through the same path
+    as a run's: what benchmarks and checks run on. Returns the task file."""
+    from terminus.config import load_config
+
+    root = Path(root)
+    raw = {"run": "small", "tasks": {"synthetic": {"languages": languages, "repos_per_language": repos_per_language,
+                                                   "variants": variants}, "registry": {"enabled": False},
+                                     "splits": splits or {"train": 1.0, "val": 0.0, "test": 0.0}}}  # fmt: skip
+    (root / "config.yaml").write_text(yaml.safe_dump(raw))
+    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
+    return root / "tasks.jsonl"
