@@ -278,7 +278,7 @@ def test_sigterm_kills_the_running_commands_and_removes_the_sandboxes(tmp_path):
             assert time.monotonic() < deadline, "the slow test never started"
             time.sleep(0.2)
         test_pid = int(pid_file.read_text())
-        assert any(sandboxes.glob("terminus-*")), "the sandbox is not where TMPDIR says"
+        assert any(sandboxes.glob("terminus-run-*/ws-*")), "the sandbox is not where TMPDIR says"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 128 + signal.SIGTERM
         deadline = time.monotonic() + 10
@@ -368,7 +368,7 @@ def test_a_cancelled_call_starts_no_further_command(tmp_path):
         assert time.monotonic() - started < 2.0  # answered while the build still runs
         assert replies[-1]["result"]["tools"][0]["name"] == "execution_subagent"
         deadline = time.monotonic() + 30
-        while any(sandboxes.glob("terminus-*")):  # the episode ends after the build, and its sandbox goes
+        while any(sandboxes.glob("terminus-run-*/ws-*")):  # the episode ends after the build; its sandbox goes
             assert time.monotonic() < deadline, "the cancelled episode's sandbox was never removed"
             time.sleep(0.2)
         assert not marker.exists(), "a command started after the call was cancelled"

@@ -35,6 +35,7 @@ from terminus.agent.trajectory import Trajectory
 from terminus.collect.runner import split_timings
 from terminus.io import append_jsonl
 from terminus.sandbox import Sandbox, SandboxError, default_backend, make_sandbox
+from terminus.sandbox.tmproot import remove_own_root
 
 log = logging.getLogger(__name__)
 
@@ -273,6 +274,7 @@ def serve(settings: ServerSettings, http_port: int | None = None) -> None:
         # Kill the commands and remove the sandboxes, then leave at once: a graceful exit would wait for the
         # thread that reads stdin, which returns only when the client writes or closes it.
         service.stop_all()
+        remove_own_root()  # os._exit skips atexit, which would remove it
         os._exit(128 + signum)
 
     for signum in (signal.SIGTERM, signal.SIGINT):

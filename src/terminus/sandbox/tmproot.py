@@ -59,3 +59,9 @@ def _remove_own(owner: int, root: Path) -> None:
     """At exit, the owner removes its root; a forked child that inherited the handler leaves it alone."""
     if os.getpid() == owner:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def remove_own_root() -> None:
+    """Remove this process's root now: for exits that skip atexit (`os._exit` from a signal handler)."""
+    if _current is not None and _current[0] == os.getpid():
+        shutil.rmtree(_current[1], ignore_errors=True)
