@@ -58,15 +58,22 @@ def parse_arguments(arguments: object, max_timeout_ms: int) -> TerminalCall:
     return TerminalCall(command=command, timeout_ms=int(min(timeout, max_timeout_ms)))
 
 
+# The status line that ends every observation. Readers of observations (`models/toolchains.read_status`) parse
+# these same templates, so the format lives here only.
+EXIT_STATUS = "[exit code {exit_code}]"
+TIMEOUT_STATUS = "[command timed out after {seconds:.1f} s and was killed]"
+CAPPED_STATUS = "[command killed after writing {size} bytes; exit code {exit_code}]"
+
+
 def observation(result: CommandResult) -> str:
     """What the model reads after a command: its output, then how it ended."""
     text = result.output.rstrip("\n")
     if result.timed_out:
-        status = f"[command timed out after {result.duration_s:.1f} s and was killed]"
+        status = TIMEOUT_STATUS.format(seconds=result.duration_s)
     elif result.output_capped:
-        status = f"[command killed after writing {result.output_bytes} bytes; exit code {result.exit_code}]"
+        status = CAPPED_STATUS.format(size=result.output_bytes, exit_code=result.exit_code)
     else:
-        status = f"[exit code {result.exit_code}]"
+        status = EXIT_STATUS.format(exit_code=result.exit_code)
     return f"{text}\n{status}" if text else status
 
 

@@ -13,6 +13,8 @@ import json
 import re
 from pathlib import PurePosixPath
 
+from terminus.models.toolchains import missing_module, read_status, runner_for
+
 TOOL = "run_in_terminal"
 DISCOVER = "find . -maxdepth 3 -not -path '*/.*' -not -path '*/node_modules/*' | sort | head -500"
 # Build file -> (kind, priority). Lower priority wins when several sit in the same folder.
@@ -126,154 +128,20 @@ def pick_project(listing: str) -> tuple[str, str] | None:
 
 
 # -- summaries ---------------------------------------------------------------------------------------------
-def _exit_code(observation: str) -> int | None:
-    match = re.search(r"\[exit code (-?\d+)\]\s*$", observation)
-    return int(match.group(1)) if match else None
-
-
-def _first(pattern: str, text: str, flags: int = re.M) -> re.Match | None:
-    return re.search(pattern, text, flags)
-
-
-def _missing_module(text: str) -> str | None:
-    match = _first(r"ModuleNotFoundError: No module named '([\w.]+)'", text) or _first(
-        r"Cannot find (?:module|package) '([^']+)'", text
-    )
-    return match.group(1).split(".")[0] if match else None
-
-
 _ABSOLUTE_WORKSPACE = re.compile(r"(?:file://)?(?:/[\w.-]+)*/workspace/")
 
 
 def summarise(kind: str, command: str, observation: str) -> str:
-    """Facts from one command's output, in one or two sentences."""
-    if "timed out after" in observation.splitlines()[-1]:
+    """Facts from one command's output, in one or two sentences: its runner's, a missing dependency, the exit code."""
+    status = read_status(observation)
+    if status.timed_out:
         return "Timed out before finishing; results are incomplete."
-    code = _exit_code(observation)
     text = _ABSOLUTE_WORKSPACE.sub("", observation)  # paths relative to the repository, as the main agent sees it
-    facts: list[str] = []
-    missing = _missing_module(text)
-    if "pytest" in command:
-        counts = _first(r"^=*\s*((?:\d+ \w+(?: \w+)?,? ?)+) in [\d.]+s", text)
-        facts.append(f"pytest: {counts.group(1).strip()}" if counts else "pytest did not report a summary")
-        failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)
-        if failed:
-            facts.append(
-                "failing: " + ", ".join(failed[:10]) + (f" (+{len(failed) - 10} more)" if len(failed) > 10 else "")
-            )
-        where = re.findall(r"^(\S+\.py):(\d+): (\w+(?:Error|Exception))", text, re.M)
-        if where:
-            path, line, error = where[0]
-            message = _first(rf"^E\s+{error}: (.*)$", text)
-            facts.append(
-                f"first failure: {error} at {path}:{line}" + (f" ({message.group(1)[:160]})" if message else "")
-            )
-        elif collection := _first(
-            r'^E\s+File "([^"]+)", line (\d+)[\s\S]*?^E\s+(\w+(?:Error|Exception)):? ?(.*)$', text
-        ):
-            path, line, error, message = collection.groups()
-            facts.append(f"collection error: {error} at {path}:{line}" + (f" ({message[:160]})" if message else ""))
-    elif "node --test" in command:
-        passed, failed = _first(r"^# pass (\d+)", text), _first(r"^# fail (\d+)", text)
-        if passed and failed:
-            facts.append(f"node:test: {passed.group(1)} passed, {failed.group(1)} failed")
-        names = re.findall(r"^\s*not ok \d+ - (.+)$", text, re.M)
-        names = [n for n in names if not n.endswith(".js") and not n.endswith(".mjs")]
-        if names:
-            facts.append("failing: " + ", ".join(names[:10]))
-        loc = _first(r"\(([\w./-]+\.m?js):(\d+):\d+\)", text)
-        if loc and names:
-            facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
-        syntax = _first(r"^(?:# )?([\w./-]+\.m?js):(\d+)\n[\s\S]{0,600}?^(?:# )?SyntaxError: (.+)$", text)
-        if syntax:
-            path, line, message = syntax.groups()
-            facts.append(f"the code does not load: SyntaxError at {path}:{line} ({message[:160]})")
-    elif "cmake --build" in command or "make >" in command:
-        errors = re.findall(r"^([\w./-]+\.(?:c|cc|cpp|h|hpp)):(\d+):\d+: (?:fatal )?error: (.+)$", text, re.M)
-        counted = _first(r"^warnings: (\d+)$", text)
-        warnings = int(counted.group(1)) if counted else len(re.findall(r"^[\w./-]+:\d+:\d+: warning:", text, re.M))
-        if errors:
-            path, line, message = errors[0]
-            facts.append(f"build failed: {len(errors)} error(s); first at {path}:{line}: {message}")
-        elif code == 0:
-            facts.append("build succeeded")
-        else:
-            facts.append("build failed")
-        facts.append(f"{warnings} warning(s)")
-    elif "ctest" in command:
-        summary = _first(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", text)
-        if summary:
-            failed, total = int(summary.group(2)), int(summary.group(3))
-            facts.append(f"ctest: {total - failed} passed, {failed} failed of {total}")
-        names = re.findall(r"^\s*\d+ - (\S+) \(Failed\)", text, re.M)
-        if names:
-            facts.append("failing: " + ", ".join(names))
-        loc = _first(r"^([\w./-]+\.(?:c|cc|cpp)):(\d+): .*(?:FAIL|Assertion|assert)", text)
-        if loc:
-            facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
-    elif "cargo " in command:
-        err = _first(r"^error(?:\[(E\d+)\])?: (.+)\n\s*--> ([^\s:]+):(\d+):\d+", text)
-        if err:
-            facts.append(
-                f"compile error{' ' + err.group(1) if err.group(1) else ''} at "
-                f"{err.group(3)}:{err.group(4)}: {err.group(2)}"
-            )
-        results = re.findall(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored", text)
-        if results:
-            passed = sum(int(r[0]) for r in results)
-            failed = sum(int(r[1]) for r in results)
-            facts.append(f"cargo test: {passed} passed, {failed} failed")
-        names = re.findall(r"^test (\S+) \.\.\. FAILED", text, re.M)
-        if names:
-            facts.append("failing: " + ", ".join(names))
-        panic = _first(r"panicked at ([^\s:]+):(\d+):\d+:\n(.+)", text)
-        if panic:
-            facts.append(f"first panic at {panic.group(1)}:{panic.group(2)}: {panic.group(3).strip()[:160]}")
-        if not facts:
-            facts.append("build succeeded" if code == 0 else "failed")
-        warnings = len(re.findall(r"^warning: (?!.*generated \d+ warnings?)", text, re.M))
-        if "build" in command:
-            facts.append(f"{warnings} warning(s)")
-    elif "go build" in command or "go test" in command:
-        err = _first(r"^(?:\./)?([\w./-]+\.go):(\d+):\d+: (.+)$", text)
-        names = re.findall(r"^--- FAIL: (\w+)", text, re.M)  # top-level tests; subtests are indented
-        passed = len(re.findall(r"^--- PASS: ", text, re.M))
-        if "go test" in command:
-            oks = len(re.findall(r"^ok\s", text, re.M))
-            fails = len(re.findall(r"^FAIL[ \t]+\S+", text, re.M))
-            counts = f"{passed} passed, {len(names)} failed; " if passed or names else ""
-            facts.append(f"go test: {counts}(packages ok: {oks}, with failures: {fails})")
-            if names:
-                facts.append(
-                    "failing tests: "
-                    + ", ".join(names[:10])
-                    + (f" (+{len(names) - 10} more)" if len(names) > 10 else "")
-                )
-        where = _first(r"^\s+([\w./-]+_test\.go):(\d+): (.+)$", text)
-        if names and where:
-            facts.append(f"first failure at {where.group(1)}:{where.group(2)}: {where.group(3)[:160]}")
-        if err and not (names and "go test" in command):
-            facts.append(
-                f"{'compile error' if 'go build' in command else 'error'} at "
-                f"{err.group(1)}:{err.group(2)}: {err.group(3)}"
-            )
-        elif "go build" in command:
-            facts.append("build succeeded" if code == 0 else "build failed")
-        elif err:
-            facts.append(f"first failure at {err.group(1)}:{err.group(2)}: {err.group(3)}")
-    elif "compileall" in command:
-        where = _first(r'File "(?:\./)?([^"]+)", line (\d+)[\s\S]*?^\s*(\w+Error): (.*)$', text)
-        if where:
-            path, line, error, message = where.groups()
-            facts.append(f"build failed: {error} at {path}:{line} ({message[:160]})")
-        else:
-            facts.append("build succeeded" if code == 0 else "build failed")
-    else:
-        facts.append("succeeded" if code == 0 else "failed")
-    if missing:
+    facts = runner_for(command).parse(command, text, status.exit_code)
+    if missing := missing_module(text):
         fix = {"python": f"pip install {missing}", "node": f"npm install {missing}"}.get(kind, f"install {missing}")
         facts.append(f"missing dependency '{missing}' (fix: {fix})")
-    facts.append(f"exit code {code}")
+    facts.append(f"exit code {status.exit_code}")
     return "; ".join(facts) + "."
 
 
@@ -312,7 +180,7 @@ def _build_failed(done: list[tuple[str, str]]) -> bool:
     """Stop after a failed build: its tests cannot run, and the build error is the answer."""
     command, obs = done[-1]
     is_build = any(k in command for k in ("cmake --build", "cargo build", "go build", "make >"))
-    return is_build and _exit_code(obs) not in (0, None)
+    return is_build and read_status(obs).exit_code not in (0, None)
 
 
 def _executed(messages: list[dict]) -> list[tuple[str, str]]:
