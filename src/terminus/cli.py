@@ -1,4 +1,4 @@
-"""The `terminus` command: one subcommand per stage (they land with their issues)."""
+"""The `terminus` command: one subcommand per stage, plus `exec`, `mcp`, `serve` and `swe`."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def test_timeout_forces_the_answer_and_adds_a_note(box):
 def test_waiting_for_input_forces_the_answer_and_adds_a_note(box, command):
     policy = FixedReplies([call(command), FINAL, call("echo never")])
     traj = ExecutionSubagent(policy, box).run("q")
-    assert traj.termination == "timeout_forced" and policy.seen_tools[-1] == []
+    assert traj.termination == "input_forced" and policy.seen_tools[-1] == []
     assert traj.final_answer is not None and len(traj.turns) == 1
     assert traj.notes and "waited for interactive input" in traj.notes[0]
 

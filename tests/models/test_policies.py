@@ -15,7 +15,7 @@ from terminus.models import make_policy
 from terminus.models.openai_compat import PolicyError
 from terminus.sandbox import make_sandbox
 
-TERMINATIONS = {"final_answer", "turn_limit", "format_error", "timeout_forced"}
+TERMINATIONS = {"final_answer", "turn_limit", "format_error", "timeout_forced", "input_forced"}
 
 
 def _episode(policy, tmp_path):

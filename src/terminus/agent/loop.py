@@ -96,6 +96,10 @@ class TimeoutForced(Exit):
     termination = "timeout_forced"
 
 
+class InputForced(Exit):
+    termination = "input_forced"
+
+
 class FormatLimit(Exit):
     termination = "format_error"
 
@@ -220,7 +224,7 @@ class ExecutionSubagent:
         reply = self._query(tools=[])
         self._finish_if_answered(reply)
         self.traj.notes.append(self.prompts.render(note, **values))
-        raise TimeoutForced()
+        raise TimeoutForced() if why == "timeout" else InputForced()
 
     def _query(self, tools: list[dict]) -> dict:
         reply = self.policy.respond(list(self.traj.messages), tools)
