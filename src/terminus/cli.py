@@ -224,12 +224,15 @@ def tasks_validate(
     report = report or out.with_suffix(".validation.json")
     sandbox = _sandbox(sandbox, config)
     try:
-        result = validate_tasks(tasks, out, report, backend=sandbox, concurrency=concurrency,
-                                show_progress=not quiet, force=force)  # fmt: skip
+        result = validate_tasks(
+            tasks, out, report, backend=sandbox, concurrency=concurrency, show_progress=not quiet, force=force
+        )
     except TaskFileError as err:
         _fail(str(err))
-    typer.echo(f"{result['kept']} of {result['tasks']} tasks reproduce their ground truth; "
-               f"{result['dropped']} dropped (see {report})")  # fmt: skip
+    typer.echo(
+        f"{result['kept']} of {result['tasks']} tasks reproduce their ground truth; "
+        f"{result['dropped']} dropped (see {report})"
+    )
 
 
 @app.command("collect")
@@ -265,9 +268,19 @@ def collect_command(
         options = endpoint_options(policy, request_timeout, max_retries, key)
         # one teacher for the whole stage: a vllm model is served once and called by every episode
         with shared_policy(policy, model, base_url, log_dir=out.parent, **options) as teacher:
-            records = collect(tasks, teacher, out, splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
-                              samples=samples, backend=sandbox, max_turns=max_turns, concurrency=concurrency,
-                              show_progress=not quiet, force=force, retry_failed=retry_failed)  # fmt: skip
+            records = collect(
+                tasks,
+                teacher,
+                out,
+                splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
+                samples=samples,
+                backend=sandbox,
+                max_turns=max_turns,
+                concurrency=concurrency,
+                show_progress=not quiet,
+                force=force,
+                retry_failed=retry_failed,
+            )
     except (TaskFileError, PolicyError, ServeError, ValueError, OSError) as err:
         _fail(str(err))
     typer.echo(outcome_line(records, out, "trajectories"))
@@ -289,8 +302,9 @@ def sft_data(
     from terminus.train.data import build_sft_dataset
 
     try:
-        counts = build_sft_dataset(trajectories, tasks, out, verdicts=verdicts, min_recall=min_recall,
-                                   min_reward=min_reward)  # fmt: skip
+        counts = build_sft_dataset(
+            trajectories, tasks, out, verdicts=verdicts, min_recall=min_recall, min_reward=min_reward
+        )
     except (TaskFileError, FileNotFoundError, ValueError) as err:
         _fail(str(err))
     typer.echo(f"train {counts['train']}, validation {counts['validation']}; dropped {counts['dropped']}")
@@ -309,10 +323,14 @@ def _judge_from_config(cfg: dict, run: Path, no_llm: bool = False):
     except RubricError as err:
         _fail(str(err))
     endpoint, serve = judge_cfg.get("endpoint"), judge_cfg.get("serve")
-    common = {"prompts": Path(judge_cfg["prompts"]), "cache_dir": run / "judge" / "cache",
-              "concurrency": judge_cfg["concurrency"], "max_tokens": judge_cfg["max_tokens"],
-              "request_timeout": judge_cfg.get("request_timeout"),
-              "max_retries": judge_cfg.get("max_retries")}  # fmt: skip
+    common = {
+        "prompts": Path(judge_cfg["prompts"]),
+        "cache_dir": run / "judge" / "cache",
+        "concurrency": judge_cfg["concurrency"],
+        "max_tokens": judge_cfg["max_tokens"],
+        "request_timeout": judge_cfg.get("request_timeout"),
+        "max_retries": judge_cfg.get("max_retries"),
+    }
     if no_llm or (not endpoint and not serve):
         yield None
     elif endpoint:
@@ -396,14 +414,17 @@ def judge_validity(
     judge_cfg = cfg["judge"]
     note = ""
     if not judge_cfg.get("endpoint") and judge_cfg.get("serve"):
-        note = (f"The LLM judge here is {judge_cfg['serve']}, a tiny local model served by vLLM: this run checks the "
-                "plumbing end to end, and its LLM figures mean nothing. Configure judge.endpoint for a real judge; "
-                "the same command then gives the real figure.")  # fmt: skip
+        note = (
+            f"The LLM judge here is {judge_cfg['serve']}, a tiny local model served by vLLM: this run checks the "
+            "plumbing end to end, and its LLM figures mean nothing. Configure judge.endpoint for a real judge; "
+            "the same command then gives the real figure."
+        )
     elif not judge_cfg.get("endpoint"):
         note = "No LLM judge configured (judge.endpoint and judge.serve are null): fact checker only."
     with _judge_from_config(cfg, run_dir(cfg)) as judge:
-        report = validity_report(records, task_map, judge, llm_pairs=judge_cfg["validity_llm_pairs"],
-                                 seed=cfg.get("seed", 0), note=note)  # fmt: skip
+        report = validity_report(
+            records, task_map, judge, llm_pairs=judge_cfg["validity_llm_pairs"], seed=cfg.get("seed", 0), note=note
+        )
     report.update(stamp(cfg))
     write_json_atomic(out, report)
     typer.echo(json.dumps(report, indent=1))
@@ -483,11 +504,24 @@ def training_summary_command(
 
     cfg = _config(config)
     backend = _sandbox(sandbox, config)
-    result = training_summary(tasks, {"base": base, "sft": sft, "grpo": grpo}, grpo_metrics, out, stamp=stamp(cfg),
-                              max_turns=max_turns, max_new_tokens=max_new_tokens, concurrency=concurrency,
-                              backend=backend)  # fmt: skip
-    typer.echo(json.dumps({k: v for k, v in result.items() if k != "grpo"} | {"grpo": {
-        k: v for k, v in result["grpo"].items() if k != "reward_curve"}}, indent=1))  # fmt: skip
+    result = training_summary(
+        tasks,
+        {"base": base, "sft": sft, "grpo": grpo},
+        grpo_metrics,
+        out,
+        stamp=stamp(cfg),
+        max_turns=max_turns,
+        max_new_tokens=max_new_tokens,
+        concurrency=concurrency,
+        backend=backend,
+    )
+    typer.echo(
+        json.dumps(
+            {k: v for k, v in result.items() if k != "grpo"}
+            | {"grpo": {k: v for k, v in result["grpo"].items() if k != "reward_curve"}},
+            indent=1,
+        )
+    )
 
 
 @app.command("eval")
