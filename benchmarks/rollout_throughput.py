@@ -44,9 +44,19 @@ def corpus(root: Path, n: int, wait: float) -> Path:
         name = f"io-{i:03d}"
         project.write(root / "repos" / name)
         (root / "repos" / name / project.spec.subfolder / "conftest.py").write_text(WAIT.format(wait=wait))
-        tasks.append(Task(id=name, language="python", source="synthetic", repo=name, task_type="test-execution",
-                          query="Run the tests and tell me what fails.", facts=project.facts, split="train",
-                          workspace=f"repos/{name}"))  # fmt: skip
+        tasks.append(
+            Task(
+                id=name,
+                language="python",
+                source="synthetic",
+                repo=name,
+                task_type="test-execution",
+                query="Run the tests and tell me what fails.",
+                facts=project.facts,
+                split="train",
+                workspace=f"repos/{name}",
+            )
+        )
     write_tasks(root / "tasks.jsonl", tasks)
     return root / "tasks.jsonl"
 
@@ -61,13 +71,21 @@ def measure(episodes: int, serial: int, wait: float, levels: tuple[int, ...]) ->
             subset = Path(tmp) / f"tasks-{concurrency}.jsonl"
             subset.write_text("".join(tasks.read_text().splitlines(keepends=True)[:n]))
             start = time.perf_counter()
-            records = collect(subset, policy, Path(tmp) / f"out-{concurrency}.jsonl", splits=("train",),
-                              concurrency=concurrency, show_progress=False)  # fmt: skip
+            records = collect(
+                subset,
+                policy,
+                Path(tmp) / f"out-{concurrency}.jsonl",
+                splits=("train",),
+                concurrency=concurrency,
+                show_progress=False,
+            )
             seconds = time.perf_counter() - start
             rates[str(concurrency)] = round(len(records) / seconds * 60, 1)
             answered[str(concurrency)] = sum(r["termination"] == "final_answer" for r in records) / len(records)
-            print(f"concurrency {concurrency:>2}: {len(records)} episodes in {seconds:.1f} s "
-                  f"= {rates[str(concurrency)]} episodes/min")  # fmt: skip
+            print(
+                f"concurrency {concurrency:>2}: {len(records)} episodes in {seconds:.1f} s "
+                f"= {rates[str(concurrency)]} episodes/min"
+            )
     return rates, answered
 
 

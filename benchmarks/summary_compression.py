@@ -38,11 +38,14 @@ def python_verbose(root: Path, n: int) -> list[str]:
         f"    assert convert({i}) == {i * 2 if i not in (7, 42) else -1}\n"
         for i in range(n)
     )
-    _write(root, {
-        "pyproject.toml": '[project]\nname = "fx"\nversion = "1.0"\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
-        "fx/__init__.py": "def convert(x):\n    return x * 2\n",
-        "tests/test_rates.py": "import warnings\n\nfrom fx import convert" + tests,
-    })  # fmt: skip
+    _write(
+        root,
+        {
+            "pyproject.toml": '[project]\nname = "fx"\nversion = "1.0"\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
+            "fx/__init__.py": "def convert(x):\n    return x * 2\n",
+            "tests/test_rates.py": "import warnings\n\nfrom fx import convert" + tests,
+        },
+    )
     return ["2 failed", f"{n - 2} passed", "test_rate_7", "test_rate_42"]
 
 
@@ -51,12 +54,15 @@ def node_verbose(root: Path, n: int) -> list[str]:
         f"test('converts rate {i}', () => {{ assert.strictEqual(convert({i}), {i * 2 if i not in (7, 42) else -1}); }});\n"
         for i in range(n)
     )
-    _write(root, {
-        "package.json": '{"name": "fx", "version": "1.0.0"}\n',
-        "src/fx.js": "module.exports = { convert: (x) => x * 2 };\n",
-        "test/fx.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
-        "const { convert } = require('../src/fx');\n" + tests,
-    })  # fmt: skip
+    _write(
+        root,
+        {
+            "package.json": '{"name": "fx", "version": "1.0.0"}\n',
+            "src/fx.js": "module.exports = { convert: (x) => x * 2 };\n",
+            "test/fx.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
+            "const { convert } = require('../src/fx');\n" + tests,
+        },
+    )
     return [f"{n - 2} passed, 2 failed", "converts rate 7", "converts rate 42"]
 
 
@@ -81,10 +87,15 @@ def rust_verbose(root: Path, n: int) -> list[str]:
         f"    #[test]\n    fn rate_{i}() {{ assert_eq!(convert({i}), {i * 2 if i not in (7, 42) else -1}); }}\n"
         for i in range(n)
     )
-    _write(root, {
-        "Cargo.toml": '[package]\nname = "fx"\nversion = "0.1.0"\nedition = "2021"\n',
-        "src/lib.rs": "pub fn convert(x: i64) -> i64 { x * 2 }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n" + tests + "}\n",
-    })  # fmt: skip
+    _write(
+        root,
+        {
+            "Cargo.toml": '[package]\nname = "fx"\nversion = "0.1.0"\nedition = "2021"\n',
+            "src/lib.rs": "pub fn convert(x: i64) -> i64 { x * 2 }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n"
+            + tests
+            + "}\n",
+        },
+    )
     return [f"{n - 2} passed, 2 failed", "tests::rate_7", "tests::rate_42"]
 
 
@@ -94,11 +105,14 @@ def go_verbose(root: Path, n: int) -> list[str]:
         f'\tif Convert({i}) != {i * 2 if i not in (7, 42) else -1} {{\n\t\tt.Fatalf("rate {i}")\n\t}}\n}}\n\n'
         for i in range(n)
     )
-    _write(root, {
-        "go.mod": "module example.com/fx\n\ngo 1.19\n",
-        "fx.go": "package fx\n\nfunc Convert(x int) int { return x * 2 }\n",
-        "fx_test.go": "package fx\n\nimport \"testing\"\n\n" + tests,
-    })  # fmt: skip
+    _write(
+        root,
+        {
+            "go.mod": "module example.com/fx\n\ngo 1.19\n",
+            "fx.go": "package fx\n\nfunc Convert(x int) int { return x * 2 }\n",
+            "fx_test.go": 'package fx\n\nimport "testing"\n\n' + tests,
+        },
+    )
     return ["0 package(s) ok, 1 failed", "TestRate7", "TestRate42"]
 
 
@@ -134,10 +148,19 @@ def main() -> None:
         raw = "\n".join(m["content"] for m in traj.messages if m["role"] == "tool")
         answer = render_final_answer(traj.final_answer or [])
         recall = sum(fact in answer for fact in facts) / len(facts)
-        rows.append({"language": language, "raw_tokens": count(raw), "answer_tokens": count(answer),
-                     "ratio": count(answer) / max(1, count(raw)), "fact_recall": recall})  # fmt: skip
-        print(f"{language}: raw {rows[-1]['raw_tokens']} tokens, answer {rows[-1]['answer_tokens']} tokens, "
-              f"ratio {rows[-1]['ratio']:.3f}, fact recall {recall:.2f}")  # fmt: skip
+        rows.append(
+            {
+                "language": language,
+                "raw_tokens": count(raw),
+                "answer_tokens": count(answer),
+                "ratio": count(answer) / max(1, count(raw)),
+                "fact_recall": recall,
+            }
+        )
+        print(
+            f"{language}: raw {rows[-1]['raw_tokens']} tokens, answer {rows[-1]['answer_tokens']} tokens, "
+            f"ratio {rows[-1]['ratio']:.3f}, fact recall {recall:.2f}"
+        )
     report = {
         "ratio_median": round(statistics.median(r["ratio"] for r in rows), 4),
         "fact_recall": round(statistics.mean(r["fact_recall"] for r in rows), 4),

@@ -37,8 +37,9 @@ def main(run: Path, cached: Path) -> None:
             dst.write_text(json.dumps(data, indent=1) + "\n")
         elif src.suffix == ".jsonl":
             rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
-            dst.write_text("".join(json.dumps({**r, **{k: v for k, v in stamp.items() if k not in r}}) + "\n"
-                                   for r in rows))  # fmt: skip
+            dst.write_text(
+                "".join(json.dumps({**r, **{k: v for k, v in stamp.items() if k not in r}}) + "\n" for r in rows)
+            )
         elif src.suffix == ".csv":
             rows = list(csv.DictReader(src.open()))
             columns = list(rows[0]) + [k for k in stamp if k not in rows[0]] if rows else list(stamp)

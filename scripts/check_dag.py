@@ -18,8 +18,13 @@ UPSTREAM = {"tasks", "validate_tasks", "collect", "tiny_model"}  # nothing of th
 
 
 def planned() -> set[str]:
-    done = subprocess.run([sys.executable, "-m", "snakemake", *PROFILE, "-n", "--quiet", "rules"], cwd=ROOT,
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", *PROFILE, "-n", "--quiet", "rules"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     text = done.stdout + done.stderr
     return set(re.findall(r"^(\w+)\s+\d+\s*$", text, re.M)) - {"total", "job"}
 

@@ -43,10 +43,19 @@ def docker_engine():
     sock = home / "docker.sock"
     log = open(home / "dockerd.log", "wb")  # noqa: SIM115 - closed in teardown
     proc = subprocess.Popen(
-        [dockerd, f"--host=unix://{sock}", f"--data-root={home / 'data'}", f"--exec-root={home / 'exec'}",
-         f"--pidfile={home / 'docker.pid'}", "--storage-driver=vfs", *DOCKERD_SAFE_FLAGS],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        [
+            dockerd,
+            f"--host=unix://{sock}",
+            f"--data-root={home / 'data'}",
+            f"--exec-root={home / 'exec'}",
+            f"--pidfile={home / 'docker.pid'}",
+            "--storage-driver=vfs",
+            *DOCKERD_SAFE_FLAGS,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     client = None
     try:
         deadline = time.monotonic() + 60

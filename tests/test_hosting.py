@@ -133,8 +133,12 @@ def test_serve_then_mcp_and_exec_through_the_openai_policy(tiny_model, tmp_path)
     """`terminus serve` on the tiny model; the exact lines it prints drive an MCP session and an exec run."""
     repo, kept = tmp_path / "repo", tmp_path / "kept"
     generate("python", "billing", "fail", index=0, seed=1).write(repo)
-    serve = subprocess.Popen(terminus_argv("serve", str(tiny_model), "--port", "0", "--log", str(tmp_path / "v.log")),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    serve = subprocess.Popen(
+        terminus_argv("serve", str(tiny_model), "--port", "0", "--log", str(tmp_path / "v.log")),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     printed: queue.Queue = queue.Queue()
     threading.Thread(target=_lines, args=(serve.stdout, printed), daemon=True).start()
     vllm_pid = None
@@ -178,8 +182,9 @@ def test_serve_then_mcp_and_exec_through_the_openai_policy(tiny_model, tmp_path)
         assert len(progress) == len(record["turns"])
 
         exec_argv = [arg if arg != "." else str(repo) for arg in shlex.split(exec_line)[1:]]
-        done = subprocess.run(terminus_argv(*exec_argv, "--max-turns", "2"), capture_output=True, text=True,
-                              timeout=300)  # fmt: skip
+        done = subprocess.run(
+            terminus_argv(*exec_argv, "--max-turns", "2"), capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip()
 

@@ -219,8 +219,9 @@ def test_contract_newline_delimited_json_rpc_over_stdio(tmp_path):
     """What any client does: one JSON-RPC message per line on stdin and stdout; settings from the environment."""
     failing_project(tmp_path / "repo")
     env = os.environ | {"TERMINUS_MCP_REPO": str(tmp_path / "repo"), "TERMINUS_MCP_POLICY": "scripted"}
-    proc = subprocess.Popen(terminus_argv("mcp"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        terminus_argv("mcp"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
         [reply] = raw_exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, 1)
@@ -233,8 +234,11 @@ def test_contract_newline_delimited_json_rpc_over_stdio(tmp_path):
             "description",
             "query",
         ]
-        call = {"name": "execution_subagent", "arguments": {"query": QUERY, "description": ""},
-                "_meta": {"progressToken": "p1"}}  # fmt: skip
+        call = {
+            "name": "execution_subagent",
+            "arguments": {"query": QUERY, "description": ""},
+            "_meta": {"progressToken": "p1"},
+        }
         messages = raw_exchange(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}, 3)
         *notes, result = messages
         assert [n["method"] for n in notes] == ["notifications/progress"] * 2
@@ -254,18 +258,26 @@ def test_sigterm_kills_the_running_commands_and_removes_the_sandboxes(tmp_path):
     (repo / "tests").mkdir(parents=True)
     sandboxes.mkdir()
     (repo / "pyproject.toml").write_text('[project]\nname = "slow"\nversion = "0"\n')
-    (repo / "tests" / "test_slow.py").write_text(textwrap.dedent(f"""\
+    (repo / "tests" / "test_slow.py").write_text(
+        textwrap.dedent(f"""\
         import os, pathlib, time
 
         def test_slow():
             pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))
             time.sleep(120)
-        """))  # fmt: skip
+        """)
+    )
     # Without a cgroup only the server itself can find the command (another process's sandbox start would
     # otherwise clean up after a dead server and hide a missing stop).
     env = os.environ | {"TMPDIR": str(sandboxes), "TERMINUS_NO_CGROUP": "1"}
-    proc = subprocess.Popen(terminus_argv("mcp", "--repo", str(repo), "--sandbox", "local"), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        terminus_argv("mcp", "--repo", str(repo), "--sandbox", "local"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     test_pid = None
     try:
         init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
@@ -300,8 +312,12 @@ def test_streamable_http_on_localhost(tmp_path):
 
     failing_project(tmp_path / "repo")
     port = free_port()
-    proc = subprocess.Popen(terminus_argv("mcp", "--repo", str(tmp_path / "repo"), "--http", str(port)),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        terminus_argv("mcp", "--repo", str(tmp_path / "repo"), "--http", str(port)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     async def session():
         async with (
@@ -348,14 +364,23 @@ def test_a_cancelled_call_starts_no_further_command(tmp_path):
     # The expert builds (`make`, 4 s here), then runs `make test`, which would leave the marker.
     (repo / "Makefile").write_text(f"all:\n\tsleep 4\n\ntest:\n\ttouch {marker}\n")
     env = os.environ | {"TMPDIR": str(sandboxes)}
-    proc = subprocess.Popen(terminus_argv("mcp", "--repo", str(repo), "--sandbox", "local"), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        terminus_argv("mcp", "--repo", str(repo), "--sandbox", "local"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     try:
         init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
         raw_exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, 1)
         raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        call = {"name": "execution_subagent", "arguments": {"query": QUERY, "description": ""},
-                "_meta": {"progressToken": "c"}}  # fmt: skip
+        call = {
+            "name": "execution_subagent",
+            "arguments": {"query": QUERY, "description": ""},
+            "_meta": {"progressToken": "c"},
+        }
         raw_exchange(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
         while True:  # until the build is announced
             message = json.loads(proc.stdout.readline())

@@ -78,8 +78,13 @@ def _fill_run(node, run: str):
     return node.replace("{run}", run) if isinstance(node, str) else node
 
 
-PATH_KEYS = (("tasks", "registry", "packages"), ("judge", "rubric"), ("judge", "scorer"), ("judge", "prompts"),
-             ("judge", "serve"))  # fmt: skip
+PATH_KEYS = (
+    ("tasks", "registry", "packages"),
+    ("judge", "rubric"),
+    ("judge", "scorer"),
+    ("judge", "prompts"),
+    ("judge", "serve"),
+)
 
 
 def resolve(path: str | Path) -> Path:
@@ -112,10 +117,15 @@ def config_hash(config: dict) -> str:
 
 def git_commit() -> str:
     try:
-        done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, timeout=10)  # fmt: skip
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()  # fmt: skip
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         return (done.stdout.strip() or "unknown") + ("-dirty" if dirty else "")
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"

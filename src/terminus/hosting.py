@@ -82,15 +82,26 @@ def mcp_command(
         _fail(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
-                        format="terminus mcp %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="terminus mcp %(levelname)s %(name)s: %(message)s",
+    )
     from terminus.mcp_server import ServerSettings, serve
     from terminus.models.openai_compat import MissingKeyError, PolicyError
 
-    settings = ServerSettings(repo=repo.expanduser().resolve(), policy=policy, model=model, base_url=base_url,
-                              api_key_env=api_key_env, sandbox=sandbox, image=image, max_turns=max_turns,
-                              request_timeout=request_timeout,
-                              trajectories=trajectories.expanduser().resolve() if trajectories else None)  # fmt: skip
+    settings = ServerSettings(
+        repo=repo.expanduser().resolve(),
+        policy=policy,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        sandbox=sandbox,
+        image=image,
+        max_turns=max_turns,
+        request_timeout=request_timeout,
+        trajectories=trajectories.expanduser().resolve() if trajectories else None,
+    )
     try:
         serve(settings, http_port=http)
     except (ValueError, PolicyError, MissingKeyError, OSError) as err:
@@ -125,8 +136,10 @@ def serve_command(
     local = folder.exists()
     looks_local = model.startswith((".", "/", "~")) or model.count("/") != 1 or Path(model.split("/")[0]).is_dir()
     if not local and looks_local:
-        _fail(f"model {model} is neither a folder nor a hub id (owner/name); give `results/<run>/export` "
-              "(written by `terminus export`) or e.g. Qwen/Qwen3-4B")  # fmt: skip
+        _fail(
+            f"model {model} is neither a folder nor a hub id (owner/name); give `results/<run>/export` "
+            "(written by `terminus export`) or e.g. Qwen/Qwen3-4B"
+        )
     if local and not (folder / "config.json").is_file():
         _fail(f"{folder} has no config.json: it is not a model folder (`terminus export` writes one)")
     if chat_template is not None and not chat_template.is_file():
@@ -140,11 +153,17 @@ def serve_command(
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     server: dict = {}
     try:
-        with vllm_server(str(folder.resolve()) if local else model, served_name=name, log=log,
-                         max_model_len=max_model_len, startup_s=startup_timeout, port=port,
-                         chat_template=chat_template.resolve() if chat_template else None,
-                         enforce_eager=not torch.cuda.is_available(),  # CUDA graphs where there is CUDA
-                         on_start=lambda proc: server.update(proc=proc)) as url:  # fmt: skip
+        with vllm_server(
+            str(folder.resolve()) if local else model,
+            served_name=name,
+            log=log,
+            max_model_len=max_model_len,
+            startup_s=startup_timeout,
+            port=port,
+            chat_template=chat_template.resolve() if chat_template else None,
+            enforce_eager=not torch.cuda.is_available(),  # CUDA graphs where there is CUDA
+            on_start=lambda proc: server.update(proc=proc),
+        ) as url:
             proc = server["proc"]
             typer.echo(f"vLLM (pid {proc.pid}) serves {model} as {name!r} at {url} (log: {log})")
             typer.echo("Use it from a coding agent (MCP) or directly:")

@@ -118,8 +118,10 @@ def sandbox_options(backend: str, image: str | None) -> dict:
     if backend not in ("docker", "apptainer"):
         return {}
     if not image:
-        raise ValueError(f"the {backend} sandbox needs --image (for docker e.g. terminus-sandbox:host, built "
-                         "from docker/sandbox/ in the terminus repository)")  # fmt: skip
+        raise ValueError(
+            f"the {backend} sandbox needs --image (for docker e.g. terminus-sandbox:host, built "
+            "from docker/sandbox/ in the terminus repository)"
+        )
     from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
 
     return {"image": image, "binds": HOST_BINDS} if backend == "docker" and image == HOST_IMAGE else {"image": image}
@@ -163,8 +165,10 @@ class SubagentService:
             return "error: the query is empty; say what to run and what you want to know (e.g. 'run the tests')", True
         repo = self.settings.repo
         if not repo.is_dir():
-            return (f"error: the repository {repo} does not exist or is not a folder; start the server with "
-                    "--repo DIR (or TERMINUS_MCP_REPO) naming the project to work on"), True  # fmt: skip
+            return (
+                f"error: the repository {repo} does not exist or is not a folder; start the server with "
+                "--repo DIR (or TERMINUS_MCP_REPO) naming the project to work on"
+            ), True
 
         def announce(command: str) -> None:
             if call.cancelled.is_set():

@@ -84,7 +84,7 @@ def test_timeout_forces_the_answer_and_adds_a_note(box):
 def test_waiting_for_input_forces_the_answer_and_adds_a_note(box, command):
     policy = FixedReplies([call(command), FINAL, call("echo never")])
     traj = ExecutionSubagent(policy, box).run("q")
-    assert traj.termination == "timeout_forced" and policy.seen_tools[-1] == []
+    assert traj.termination == "input_forced" and policy.seen_tools[-1] == []
     assert traj.final_answer is not None and len(traj.turns) == 1
     assert traj.notes and "waited for interactive input" in traj.notes[0]
 
@@ -109,8 +109,19 @@ def test_a_good_call_resets_the_format_error_count(box):
 
 
 def test_openai_style_tool_calls_are_accepted(box):
-    reply = {"content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
-        "name": "run_in_terminal", "arguments": json.dumps({"command": "echo ok", "timeout_ms": 1000})}}]}  # fmt: skip
+    reply = {
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {
+                    "name": "run_in_terminal",
+                    "arguments": json.dumps({"command": "echo ok", "timeout_ms": 1000}),
+                },
+            }
+        ],
+    }
     traj = ExecutionSubagent(FixedReplies([reply, FINAL]), box).run("q")
     assert traj.turns[0].command == "echo ok"
     assert traj.messages[3]["tool_call_id"] == "c1"
@@ -128,9 +139,34 @@ def test_a_crashing_policy_is_recorded(box):
 
 
 def _junk(rng: random.Random) -> dict:
-    pieces = ["<tool_call>", "</tool_call>", "<final_answer>", "</final_answer>", "Command:", "Summary:", "{",
-              "}", '"name"', '"arguments"', '"run_in_terminal"', ":", ",", '"command"', '"timeout_ms"', "5",
-              '"echo x"', "<think>", "</think>", "\n", "null", "[", "]", "\x00", "\ud7ff", "true"]  # fmt: skip
+    pieces = [
+        "<tool_call>",
+        "</tool_call>",
+        "<final_answer>",
+        "</final_answer>",
+        "Command:",
+        "Summary:",
+        "{",
+        "}",
+        '"name"',
+        '"arguments"',
+        '"run_in_terminal"',
+        ":",
+        ",",
+        '"command"',
+        '"timeout_ms"',
+        "5",
+        '"echo x"',
+        "<think>",
+        "</think>",
+        "\n",
+        "null",
+        "[",
+        "]",
+        "\x00",
+        "\ud7ff",
+        "true",
+    ]
     text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
     if rng.random() < 0.3:
         text = text[: rng.randint(0, len(text))]

@@ -8,9 +8,17 @@ from terminus.sandbox import make_sandbox
 
 @pytest.mark.parametrize(
     "arguments",
-    [None, [], {}, {"command": ""}, {"command": "ls"}, {"command": "ls", "timeout_ms": -1},
-     {"command": "ls", "timeout_ms": True}, {"command": 3, "timeout_ms": 100}],
-)  # fmt: skip
+    [
+        None,
+        [],
+        {},
+        {"command": ""},
+        {"command": "ls"},
+        {"command": "ls", "timeout_ms": -1},
+        {"command": "ls", "timeout_ms": True},
+        {"command": 3, "timeout_ms": 100},
+    ],
+)
 def test_bad_arguments_are_tool_errors(arguments):
     with pytest.raises(ToolCallError):
         parse_arguments(arguments, 10_000)

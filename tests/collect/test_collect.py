@@ -27,9 +27,17 @@ TERMINUS = str(Path(sys.executable).parent / "terminus")
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("corpus")
-    raw = {"run": "t", "tasks": {"synthetic": {"languages": ["python", "node"], "repos_per_language": 3,
-                                               "variants": ["pass", "fail", "missing-dep"]},
-                                 "registry": {"enabled": False}}}  # fmt: skip
+    raw = {
+        "run": "t",
+        "tasks": {
+            "synthetic": {
+                "languages": ["python", "node"],
+                "repos_per_language": 3,
+                "variants": ["pass", "fail", "missing-dep"],
+            },
+            "registry": {"enabled": False},
+        },
+    }
     (root / "config.yaml").write_text(yaml.safe_dump(raw))
     build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
     return root / "tasks.jsonl"
@@ -54,12 +62,24 @@ def test_validate_keeps_reproducible_tasks_and_drops_wrong_facts(corpus, tmp_pat
 
 def test_interrupted_collection_resumes_to_an_identical_file(corpus, tmp_path):
     reference = tmp_path / "reference.jsonl"
-    collect(corpus, make_policy("scripted"), reference, splits=("train", "val", "test"), concurrency=2,
-            show_progress=False)  # fmt: skip
+    collect(
+        corpus, make_policy("scripted"), reference, splits=("train", "val", "test"), concurrency=2, show_progress=False
+    )
     out = tmp_path / "resumed.jsonl"
     part = out.with_name(out.name + ".part")
-    command = [TERMINUS, "collect", "--tasks", str(corpus), "--out", str(out), "--splits", "train,val,test",
-               "--concurrency", "1", "--quiet"]  # fmt: skip
+    command = [
+        TERMINUS,
+        "collect",
+        "--tasks",
+        str(corpus),
+        "--out",
+        str(out),
+        "--splits",
+        "train,val,test",
+        "--concurrency",
+        "1",
+        "--quiet",
+    ]
     proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 3):

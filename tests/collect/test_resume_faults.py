@@ -29,15 +29,38 @@ def _tasks(root: Path, n: int = 3, name: str = "tasks.jsonl") -> Path:
     for i in range(n):
         (root / "repos" / f"r{i}").mkdir(parents=True, exist_ok=True)
         (root / "repos" / f"r{i}" / "README.md").write_text(f"project {i}\n")
-        tasks.append(Task(id=f"t{i}", language="python", source="synthetic", repo=f"r{i}", task_type="test-execution",
-                          query="list the files", facts={}, workspace=f"repos/r{i}"))  # fmt: skip
+        tasks.append(
+            Task(
+                id=f"t{i}",
+                language="python",
+                source="synthetic",
+                repo=f"r{i}",
+                task_type="test-execution",
+                query="list the files",
+                facts={},
+                workspace=f"repos/r{i}",
+            )
+        )
     write_tasks(root / name, tasks)
     return root / name
 
 
 def _collect(tasks: Path, out: Path, *extra: str):
-    args = ["collect", "--tasks", str(tasks), "--out", str(out), "--splits", "train", "--sandbox", "local",
-            "--concurrency", "1", "--quiet", *extra]  # fmt: skip
+    args = [
+        "collect",
+        "--tasks",
+        str(tasks),
+        "--out",
+        str(out),
+        "--splits",
+        "train",
+        "--sandbox",
+        "local",
+        "--concurrency",
+        "1",
+        "--quiet",
+        *extra,
+    ]
     return CliRunner().invoke(app, args)
 
 
@@ -76,9 +99,11 @@ def test_a_rerun_with_other_inputs_is_refused_unless_forced(fault_endpoint, tmp_
     assert _collect(tasks, out).exit_code == 0
     before = out.read_bytes()
     other_tasks = _tasks(tmp_path, 1, "one.jsonl")
-    for extra, says in ((["--samples", "2"], "samples: 1 then, 2 now"),
-                        (_endpoint_args(fault_endpoint), "policy: 'scripted' then, 'openai:tiny' now"),
-                        (["--max-turns", "4"], "max_turns: 10 then, 4 now")):  # fmt: skip
+    for extra, says in (
+        (["--samples", "2"], "samples: 1 then, 2 now"),
+        (_endpoint_args(fault_endpoint), "policy: 'scripted' then, 'openai:tiny' now"),
+        (["--max-turns", "4"], "max_turns: 10 then, 4 now"),
+    ):
         refused = _collect(tasks, out, *extra)
         assert refused.exit_code == 2, refused.output
         lines = refused.output.strip().splitlines()
@@ -115,8 +140,10 @@ def test_a_missing_workspace_is_one_line_and_leaves_nothing(tmp_path):
     out = tmp_path / "out" / "trajectories.jsonl"
     roots_before = set(tmproot.run_root().iterdir())
     valid = tmp_path / "v.jsonl"
-    for args in (["collect", "--tasks", str(tasks), "--out", str(out), "--splits", "train", "--quiet"],
-                 ["tasks", "validate", "--tasks", str(tasks), "--out", str(valid), "--quiet"]):  # fmt: skip
+    for args in (
+        ["collect", "--tasks", str(tasks), "--out", str(out), "--splits", "train", "--quiet"],
+        ["tasks", "validate", "--tasks", str(tasks), "--out", str(valid), "--quiet"],
+    ):
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 2
         lines = result.output.strip().splitlines()
@@ -126,8 +153,9 @@ def test_a_missing_workspace_is_one_line_and_leaves_nothing(tmp_path):
 
 
 def _kill_mid_run(command: list[str], part: Path, env: dict) -> int:
-    proc = subprocess.Popen(command, start_new_session=True, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        command, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 120
     while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 1):
         time.sleep(0.05)
@@ -147,12 +175,35 @@ def test_temp_roots_of_a_killed_collect_are_removed_by_the_next_run(tmp_path):
         repo = tmp_path / "repos" / f"r{i}"
         repo.mkdir(parents=True)
         (repo / "Makefile").write_text("test:\n\tsleep 1\n\techo ok\n")
-        tasks.append(Task(id=f"t{i}", language="c", source="synthetic", repo=f"r{i}", task_type="test-execution",
-                          query="run the tests", facts={}, workspace=f"repos/r{i}"))  # fmt: skip
+        tasks.append(
+            Task(
+                id=f"t{i}",
+                language="c",
+                source="synthetic",
+                repo=f"r{i}",
+                task_type="test-execution",
+                query="run the tests",
+                facts={},
+                workspace=f"repos/r{i}",
+            )
+        )
     write_tasks(tmp_path / "tasks.jsonl", tasks)
     out = tmp_path / "out" / "trajectories.jsonl"
-    command = [TERMINUS, "collect", "--tasks", str(tmp_path / "tasks.jsonl"), "--out", str(out), "--splits", "train",
-               "--sandbox", "local", "--concurrency", "1", "--quiet"]  # fmt: skip
+    command = [
+        TERMINUS,
+        "collect",
+        "--tasks",
+        str(tmp_path / "tasks.jsonl"),
+        "--out",
+        str(out),
+        "--splits",
+        "train",
+        "--sandbox",
+        "local",
+        "--concurrency",
+        "1",
+        "--quiet",
+    ]
     pid = _kill_mid_run(command, out.with_name(out.name + ".part"), env)
     left = list(tmp.glob(f"{tmproot.PREFIX}{pid}-*"))
     assert left, "the killed run had a workspace root"  # what kill -9 leaves behind

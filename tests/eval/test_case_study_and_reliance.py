@@ -12,20 +12,34 @@ ANSWER = "<final_answer>\nCommand: pytest -q\nSummary: 1 failed\n</final_answer>
 
 
 def record(task: str, sub: str, tokens: int, resolved: float = 1.0, source: str = "synthetic", **extra) -> dict:
-    return {"main_agent": "reader", "subagent": sub, "benchmark": "repair", "seed": 0, "task_id": task,
-            "source": source, "main_agent_tokens": tokens, "main_agent_turns": 5, "direct_terminal_calls": 0,
-            "subagent_calls": 2, "resolved": resolved, "error": None, "rerun_rate": None,
-            "subagent_episodes": [{"query": "run the tests", "commands": ["pytest -q"], "answer": ANSWER}],
-            **extra}  # fmt: skip
+    return {
+        "main_agent": "reader",
+        "subagent": sub,
+        "benchmark": "repair",
+        "seed": 0,
+        "task_id": task,
+        "source": source,
+        "main_agent_tokens": tokens,
+        "main_agent_turns": 5,
+        "direct_terminal_calls": 0,
+        "subagent_calls": 2,
+        "resolved": resolved,
+        "error": None,
+        "rerun_rate": None,
+        "subagent_episodes": [{"query": "run the tests", "commands": ["pytest -q"], "answer": ANSWER}],
+        **extra,
+    }
 
 
 def test_the_pick_prefers_real_repositories_and_equal_outcomes():
     records = [
-        record("syn-big", "none", 90_000), record("syn-big", "scripted", 10_000),  # the largest gap, synthetic
+        record("syn-big", "none", 90_000),
+        record("syn-big", "scripted", 10_000),  # the largest gap, synthetic
         record("reg-small", "none", 9_000, source="registry"),
         record("reg-small", "scripted", 6_000, source="registry"),
-        record("reg-flip", "none", 99_000, 0.0, "registry"), record("reg-flip", "scripted", 1_000, 1.0, "registry"),
-    ]  # fmt: skip
+        record("reg-flip", "none", 99_000, 0.0, "registry"),
+        record("reg-flip", "scripted", 1_000, 1.0, "registry"),
+    ]
     assert pick_task(records, "scripted") == "reg-small"  # reg-flip changed outcome: not comparable
     assert pick_task([r for r in records if r["source"] == "synthetic"], "scripted") == "syn-big"
     study = case_study(records)
@@ -41,8 +55,9 @@ def test_reliance_columns_with_intervals_and_paired_differences():
     for i in range(10):
         records.append(record(f"t{i}", "none", 1000, direct_terminal_calls=3, subagent_calls=0))
         records.append(record(f"t{i}", "silent", 1100, direct_terminal_calls=3, subagent_calls=1, rerun_rate=1.0))
-        records.append(record(f"t{i}", "scripted", 300, direct_terminal_calls=0, subagent_calls=3,
-                              rerun_rate=0.0 if i else 1 / 3))  # fmt: skip
+        records.append(
+            record(f"t{i}", "scripted", 300, direct_terminal_calls=0, subagent_calls=3, rerun_rate=0.0 if i else 1 / 3)
+        )
     rows = {r["subagent"]: r for r in summarise(records, {})}
     assert rows["silent"]["rerun_rate"] == 1.0 and rows["silent"]["direct_terminal_calls_diff"] == 0.0
     assert rows["scripted"]["direct_terminal_calls_diff"] == -3.0 and rows["scripted"]["subagent_calls_diff"] == 3.0

@@ -118,13 +118,24 @@ def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
     none = [r for r in reference if r["subagent"] == "none"]
     assert none and all(r["resolved"] == 1.0 for r in none)  # the fix is verified in a fresh sandbox
     out = tmp_path / "resumed"
-    command = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out),
-               "--quiet", "--no-llm"]  # fmt: skip
+    command = [
+        TERMINUS,
+        "eval",
+        "--config",
+        str(config_path),
+        "--tasks",
+        str(tasks_file),
+        "--out",
+        str(out),
+        "--quiet",
+        "--no-llm",
+    ]
     tmp = tmp_path / "tmp"  # a private temp dir: what the killed run leaves there is ours to look at
     tmp.mkdir()
     env = os.environ | {"TMPDIR": str(tmp)}
-    proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
 
     def episodes_done() -> int:
         return sum(len(part.read_text().splitlines()) for part in out.glob("cells/*.part"))
@@ -223,14 +234,19 @@ def test_a_vllm_subagent_is_served_once_for_its_cell(corpus, tiny_model, tmp_pat
 
     config_path, tasks_file = corpus
     config = load_config(config_path)
-    config["eval"] |= {"subagents": [{"name": "tiny", "policy": "vllm", "model": str(tiny_model),
-                                      "max_new_tokens": 16}], "max_tasks": 4, "concurrency": 4}  # fmt: skip
+    config["eval"] |= {
+        "subagents": [{"name": "tiny", "policy": "vllm", "model": str(tiny_model), "max_new_tokens": 16}],
+        "max_tasks": 4,
+        "concurrency": 4,
+    }
     tasks = {t.id: t for t in load_tasks(tasks_file)}
-    records = run_cell(config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "reader__tiny__execution__0",
-                       show_progress=False)  # fmt: skip
+    records = run_cell(
+        config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "reader__tiny__execution__0", show_progress=False
+    )
     assert len(records) == 4 and all(r["error"] is None for r in records)
     assert all(r["subagent_tokens"] > 0 for r in records)  # usage came back from the server
     assert [p.name for p in (tmp_path / "eval" / "logs").iterdir()] == ["vllm-tiny.log"]  # one server for the cell
-    leftover = subprocess.run(["pgrep", "-f", "vllm.entrypoints.openai.api_server.*--served-model-name tiny"],
-                              capture_output=True, text=True)  # fmt: skip
+    leftover = subprocess.run(
+        ["pgrep", "-f", "vllm.entrypoints.openai.api_server.*--served-model-name tiny"], capture_output=True, text=True
+    )
     assert leftover.stdout.strip() == ""

@@ -23,8 +23,10 @@ RUBRIC = load_rubric()
 
 
 def verdict_json(score: int = 3, **overrides) -> str:
-    dims = {name: {"reason": "seen in the output", "score": min(score, d.scale[1]) if d.kind == "quality" else 0}
-            for name, d in RUBRIC.dimensions.items()}  # fmt: skip
+    dims = {
+        name: {"reason": "seen in the output", "score": min(score, d.scale[1]) if d.kind == "quality" else 0}
+        for name, d in RUBRIC.dimensions.items()
+    }
     dims.update(overrides)
     return json.dumps({"dimensions": dims})
 
@@ -45,8 +47,13 @@ class ReplyQueue:
 
 def test_tolerant_parsing_of_common_shapes():
     good = verdict_json()
-    for text in (good, f"```json\n{good}\n```", f"Here is my verdict:\n{good}\nThanks!", good[:-1] + ",}",
-                 good.replace('"score": 3', '"score": "3/4"')):  # fmt: skip
+    for text in (
+        good,
+        f"```json\n{good}\n```",
+        f"Here is my verdict:\n{good}\nThanks!",
+        good[:-1] + ",}",
+        good.replace('"score": 3', '"score": "3/4"'),
+    ):
         scores, reasons = parse_dimensions(loads_tolerant(text), RUBRIC)
         assert scores["faithfulness"] == 3 and reasons["faithfulness"] == "seen in the output"
     scores, _ = parse_dimensions(loads_tolerant(verdict_json(faithfulness=99)), RUBRIC)
@@ -124,12 +131,14 @@ def test_unreachable_judge_endpoint_is_a_clear_error():
     ("edit", "message"),
     [
         (lambda r: r["quality"]["faithfulness"].pop("weight"), "dimension 'faithfulness' has no weight"),
-        (lambda r: r["failures"].__setitem__("vibes", r["failures"]["hallucination"]),
-         "unknown failure dimension 'vibes'"),
+        (
+            lambda r: r["failures"].__setitem__("vibes", r["failures"]["hallucination"]),
+            "unknown failure dimension 'vibes'",
+        ),
         (lambda r: r["quality"]["completeness"].__setitem__("scale", [4, 0]), "scale must be"),
         (lambda r: r["quality"]["conciseness"].__setitem__("weight", "heavy"), "weight must be a number"),
     ],
-)  # fmt: skip
+)
 def test_bad_rubric_files_are_named(edit, message, tmp_path):
     raw = yaml.safe_load(DEFAULT_RUBRIC.read_text())
     edit(raw)
@@ -145,25 +154,44 @@ FACTS = {
     "tests": {"passed": 7, "failed": 2, "skipped": 0, "failing": FAILING},
     "error": {"type": "AssertionError", "locations": ["tests/test_pay.py:12"], "root_cause": "pay/pay.py:9"},
 }
-TASK = Task(id="t1", language="python", source="synthetic", repo="r", task_type="test-execution",
-            query="Run the tests and tell me what fails.", facts=FACTS)  # fmt: skip
-OUTPUT = ("..F.F....\nFAILED tests/test_pay.py::test_net_pay_typical - assert 3 == 5\n"
-          "FAILED tests/test_pay.py::test_net_pay_zero - assert 1 == 2\ntests/test_pay.py:12: AssertionError\n"
-          "2 failed, 7 passed in 0.05s\n[exit code 1]")  # fmt: skip
+TASK = Task(
+    id="t1",
+    language="python",
+    source="synthetic",
+    repo="r",
+    task_type="test-execution",
+    query="Run the tests and tell me what fails.",
+    facts=FACTS,
+)
+OUTPUT = (
+    "..F.F....\nFAILED tests/test_pay.py::test_net_pay_typical - assert 3 == 5\n"
+    "FAILED tests/test_pay.py::test_net_pay_zero - assert 1 == 2\ntests/test_pay.py:12: AssertionError\n"
+    "2 failed, 7 passed in 0.05s\n[exit code 1]"
+)
 
 
 def episode(summary: str, tid: str = "t1") -> dict:
     return {
-        "id": f"e-{abs(hash(summary))}", "task_id": tid, "termination": "final_answer",
+        "id": f"e-{abs(hash(summary))}",
+        "task_id": tid,
+        "termination": "final_answer",
         "turns": [{"command": "python3 -m pytest -q", "timed_out": False}],
-        "messages": [{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "run_in_terminal",
-                      "arguments": "{}"}}]}, {"role": "tool", "content": OUTPUT}],
+        "messages": [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"function": {"name": "run_in_terminal", "arguments": "{}"}}],
+            },
+            {"role": "tool", "content": OUTPUT},
+        ],
         "final_answer": [{"command": "python3 -m pytest -q", "summary": summary}],
-    }  # fmt: skip
+    }
 
 
-FULL = ("pytest: 2 failed, 7 passed; failing: tests/test_pay.py::test_net_pay_typical, "
-        "tests/test_pay.py::test_net_pay_zero; first failure: AssertionError at tests/test_pay.py:12.")  # fmt: skip
+FULL = (
+    "pytest: 2 failed, 7 passed; failing: tests/test_pay.py::test_net_pay_typical, "
+    "tests/test_pay.py::test_net_pay_zero; first failure: AssertionError at tests/test_pay.py:12."
+)
 
 
 @pytest.mark.parametrize("kind", CORRUPTIONS)
@@ -195,8 +223,12 @@ def test_reward_is_monotonic_in_fact_recall():
 
 
 def test_hallucinated_claims_are_those_no_output_shows():
-    result = check(episode("pytest: 3 failed, 7 passed; failing: test_imaginary.")["final_answer"], TASK.facts,
-                   "test-execution", OUTPUT)  # fmt: skip
+    result = check(
+        episode("pytest: 3 failed, 7 passed; failing: test_imaginary.")["final_answer"],
+        TASK.facts,
+        "test-execution",
+        OUTPUT,
+    )
     assert "3 failed" in result.hallucinated and "test_imaginary" in result.hallucinated
     assert "7 passed" not in result.hallucinated and result.precision < 1
 

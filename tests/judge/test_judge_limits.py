@@ -20,8 +20,21 @@ def test_judge_calls_are_bounded_by_the_flags(fault_endpoint, tmp_path):
     (tmp_path / "repos" / "r0").mkdir(parents=True)
     (tmp_path / "repos" / "r0" / "README.md").write_text("x\n")
     tasks = tmp_path / "tasks.jsonl"
-    write_tasks(tasks, [Task(id="t0", language="python", source="synthetic", repo="r0", task_type="test-execution",
-                             query="list the files", facts={}, workspace="repos/r0")])  # fmt: skip
+    write_tasks(
+        tasks,
+        [
+            Task(
+                id="t0",
+                language="python",
+                source="synthetic",
+                repo="r0",
+                task_type="test-execution",
+                query="list the files",
+                facts={},
+                workspace="repos/r0",
+            )
+        ],
+    )
     trajectories = tmp_path / "trajectories.jsonl"
     collect(tasks, make_policy("scripted"), trajectories, splits=("train",), backend="local", show_progress=False)
     config = tmp_path / "config.yaml"
@@ -29,9 +42,24 @@ def test_judge_calls_are_bounded_by_the_flags(fault_endpoint, tmp_path):
     config.write_text(yaml.safe_dump({"run": "judgelimits", "tasks": {}, "judge": {"endpoint": endpoint}}))
     fault_endpoint.script = ["never"]
     start = time.monotonic()
-    result = CliRunner().invoke(app, ["judge", "--trajectories", str(trajectories), "--tasks", str(tasks), "--out",
-                                      str(tmp_path / "verdicts.jsonl"), "--config", str(config),
-                                      "--request-timeout", "1", "--max-retries", "1"])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "--trajectories",
+            str(trajectories),
+            "--tasks",
+            str(tasks),
+            "--out",
+            str(tmp_path / "verdicts.jsonl"),
+            "--config",
+            str(config),
+            "--request-timeout",
+            "1",
+            "--max-retries",
+            "1",
+        ],
+    )
     elapsed = time.monotonic() - start
     assert result.exit_code == 2, result.output
     assert result.output.startswith("error: judge:") and "did not answer within 1 s" in result.output

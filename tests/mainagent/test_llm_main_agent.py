@@ -45,8 +45,17 @@ def task(tmp_path) -> tuple[Task, Path]:
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
     (repo / "tests" / "test_calc.py").write_text(test)
-    record = Task(id="calc-fail", source="synthetic", language="python", task_type="test-execution", query="q",
-                  repo="calc", workspace="repos/calc", split="test", facts={"project_root": "."})  # fmt: skip
+    record = Task(
+        id="calc-fail",
+        source="synthetic",
+        language="python",
+        task_type="test-execution",
+        query="q",
+        repo="calc",
+        workspace="repos/calc",
+        split="test",
+        facts={"project_root": "."},
+    )
     tasks_file = tmp_path / "tasks.jsonl"
     tasks_file.write_text(json.dumps(record.to_dict()) + "\n")
     return record, tasks_file

@@ -48,9 +48,14 @@ def run_call(command: str) -> dict:
 @pytest.fixture(scope="module")
 def python_tasks(tmp_path_factory):
     root = tmp_path_factory.mktemp("reader")
-    raw = {"run": "readertest", "tasks": {"synthetic": {"languages": ["python"], "repos_per_language": 3,
-                                                        "variants": ["fail"]}, "registry": {"enabled": False},
-                                          "splits": {"train": 0.0, "val": 0.0, "test": 1.0}}}  # fmt: skip
+    raw = {
+        "run": "readertest",
+        "tasks": {
+            "synthetic": {"languages": ["python"], "repos_per_language": 3, "variants": ["fail"]},
+            "registry": {"enabled": False},
+            "splits": {"train": 0.0, "val": 0.0, "test": 1.0},
+        },
+    }
     (root / "config.yaml").write_text(yaml.safe_dump(raw))
     build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
     tasks = [t for t in load_tasks(root / "tasks.jsonl") if t.meta.get("fix") and t.task_type == "test-execution"]
@@ -87,8 +92,10 @@ def test_a_wrong_location_gives_a_wrong_edit_and_no_resolve(python_tasks):
             break
     assert task is not None, "no corpus task has a second computing line"
     fix = task.meta["fix"]
-    answer = (f"<final_answer>\nCommand: python3 -m pytest -q\nSummary: 1 failed, 4 passed; first failure at "
-              f"{fix['file']}:{wrong}; exit code 1.\n</final_answer>")  # fmt: skip
+    answer = (
+        f"<final_answer>\nCommand: python3 -m pytest -q\nSummary: 1 failed, 4 passed; first failure at "
+        f"{fix['file']}:{wrong}; exit code 1.\n</final_answer>"
+    )
     result, resolved = episode(task, tasks_file, Replies({"content": answer}))
     wrong_text = (task.workspace_path(tasks_file) / fix["file"]).read_text().splitlines()[wrong - 1]
     assert not resolved
@@ -180,10 +187,19 @@ def test_a_turn_budget_ends_the_episode_and_says_so(python_tasks):
 
 
 def test_reading_takes_the_failure_line_not_the_log_lines():
-    files = ["go.mod", "thermostat.go", "thermostat_test.go", "pkg/geo/tests/test_geo.c", "pkg/geo/src/geo.c",
-             "test/geometry.test.js", "src/geometry.js"]  # fmt: skip
-    go = ("--- FAIL: TestDegreeHoursTypical (0.00s)\n    thermostat_test.go:7: [core] batch 000: 17 records ok\n"
-          "    thermostat_test.go:15: DegreeHours(3, 4) = 7, want 12\nFAIL\n[exit code 1]")  # fmt: skip
+    files = [
+        "go.mod",
+        "thermostat.go",
+        "thermostat_test.go",
+        "pkg/geo/tests/test_geo.c",
+        "pkg/geo/src/geo.c",
+        "test/geometry.test.js",
+        "src/geometry.js",
+    ]
+    go = (
+        "--- FAIL: TestDegreeHoursTypical (0.00s)\n    thermostat_test.go:7: [core] batch 000: 17 records ok\n"
+        "    thermostat_test.go:15: DegreeHours(3, 4) = 7, want 12\nFAIL\n[exit code 1]"
+    )
     assert reading.locations(go, files)[0] == ("thermostat_test.go", 15)
     assert reading.passed(go) is False and reading.passed("ok  \tx\t0.01s\n[exit code 0]") is True
     c = "tests/test_geo.c:35: FAIL border_tiles(34) == 132, got 34\n"

@@ -69,8 +69,9 @@ def test_unusable_replies_are_retried_like_server_errors(fault_endpoint, mode):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize(("mode", "says"), [("malformed", "malformed JSON"), ("html", "non-JSON reply"),
-                                            ("empty", "without choices")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("mode", "says"), [("malformed", "malformed JSON"), ("html", "non-JSON reply"), ("empty", "without choices")]
+)
 def test_unusable_replies_end_in_one_line(fault_endpoint, mode, says):
     fault_endpoint.script = [mode]
     with pytest.raises(PolicyError, match=says) as caught:
@@ -98,10 +99,32 @@ def test_exec_contract_never_answering_endpoint(fault_endpoint, tmp_path):
     (tmp_path / "README.md").write_text("demo\n")
     env = {k: v for k, v in os.environ.items() if k not in ("TERMINUS_DEBUG", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
     start = time.monotonic()
-    done = subprocess.run([TERMINUS, "exec", "--repo", str(tmp_path), "--query", "run the tests", "--policy", "openai",
-                           "--model", "tiny", "--base-url", fault_endpoint.url, "--sandbox", "local",
-                           "--request-timeout", "3", "--max-retries", "1"],
-                          capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+    done = subprocess.run(
+        [
+            TERMINUS,
+            "exec",
+            "--repo",
+            str(tmp_path),
+            "--query",
+            "run the tests",
+            "--policy",
+            "openai",
+            "--model",
+            "tiny",
+            "--base-url",
+            fault_endpoint.url,
+            "--sandbox",
+            "local",
+            "--request-timeout",
+            "3",
+            "--max-retries",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     elapsed = time.monotonic() - start
     assert elapsed <= 30, elapsed
     assert done.returncode != 0

@@ -15,7 +15,7 @@ from terminus.models import make_policy
 from terminus.models.openai_compat import PolicyError
 from terminus.sandbox import make_sandbox
 
-TERMINATIONS = {"final_answer", "turn_limit", "format_error", "timeout_forced"}
+TERMINATIONS = {"final_answer", "turn_limit", "format_error", "timeout_forced", "input_forced"}
 
 
 def _episode(policy, tmp_path):
@@ -33,8 +33,22 @@ def test_transformers_policy_runs_an_episode(tiny_model, tmp_path):
 
 def test_exec_cli_with_a_local_model(tiny_model, tmp_path):
     (tmp_path / "a.txt").write_text("x")
-    args = ["exec", "--repo", str(tmp_path), "--query", "list files", "--policy", "transformers",
-            "--model", str(tiny_model), "--max-turns", "2", "--sandbox", "local", "--json"]  # fmt: skip
+    args = [
+        "exec",
+        "--repo",
+        str(tmp_path),
+        "--query",
+        "list files",
+        "--policy",
+        "transformers",
+        "--model",
+        str(tiny_model),
+        "--max-turns",
+        "2",
+        "--sandbox",
+        "local",
+        "--json",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert '"termination"' in result.output
@@ -48,8 +62,22 @@ def test_unreachable_endpoint_is_a_clear_error(tmp_path):
     traj = _episode(policy, tmp_path)
     assert traj.termination == "crash"
     assert f"127.0.0.1:{port}" in traj.error and "unreachable" in traj.error
-    result = CliRunner().invoke(app, ["exec", "--repo", str(tmp_path), "--query", "q", "--policy", "openai",
-                                      "--model", "tiny", "--base-url", f"http://127.0.0.1:{port}/v1"])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "exec",
+            "--repo",
+            str(tmp_path),
+            "--query",
+            "q",
+            "--policy",
+            "openai",
+            "--model",
+            "tiny",
+            "--base-url",
+            f"http://127.0.0.1:{port}/v1",
+        ],
+    )
     assert result.exit_code == 2 and "unreachable" in result.output
 
 

@@ -120,11 +120,15 @@ def test_sleep_forever(box):
 
 @pytest.mark.parametrize(
     "daemon",
-    ["nohup sleep 1000 >/dev/null 2>&1 &", "setsid sleep 1001 &", "(setsid sh -c 'sleep 1002 & exit' &) ; sleep 0.2",
-     "python3 -c 'import os,time\nif os.fork(): os._exit(0)\nos.setsid()\n"
-     "if os.fork(): os._exit(0)\ntime.sleep(1003)'"],
+    [
+        "nohup sleep 1000 >/dev/null 2>&1 &",
+        "setsid sleep 1001 &",
+        "(setsid sh -c 'sleep 1002 & exit' &) ; sleep 0.2",
+        "python3 -c 'import os,time\nif os.fork(): os._exit(0)\nos.setsid()\n"
+        "if os.fork(): os._exit(0)\ntime.sleep(1003)'",
+    ],
     ids=["nohup", "setsid", "double-fork-shell", "double-fork-python"],
-)  # fmt: skip
+)
 def test_background_daemons_do_not_survive(box, daemon):
     sandbox = box()
     started = time.monotonic()

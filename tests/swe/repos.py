@@ -12,10 +12,16 @@ import subprocess
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "swe"
-GIT_ENV = {"GIT_AUTHOR_NAME": "fixture", "GIT_AUTHOR_EMAIL": "fixture@example.invalid",
-           "GIT_COMMITTER_NAME": "fixture", "GIT_COMMITTER_EMAIL": "fixture@example.invalid",
-           "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+00:00", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+00:00",
-           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "fixture",
+    "GIT_AUTHOR_EMAIL": "fixture@example.invalid",
+    "GIT_COMMITTER_NAME": "fixture",
+    "GIT_COMMITTER_EMAIL": "fixture@example.invalid",
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+00:00",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -44,8 +50,12 @@ def build(name: str, dest: Path) -> dict:
     git("add", "-A", cwd=dest)
     git("commit", "-q", "-m", f"{name}: base", cwd=dest)
     base = git("rev-parse", "HEAD", cwd=dest).strip()
-    out = {"base": base, "gold": _diff_of(dest, spec / "gold"), "test": _diff_of(dest, spec / "tests"),
-           "partial": _diff_of(dest, spec / "partial")}  # fmt: skip
+    out = {
+        "base": base,
+        "gold": _diff_of(dest, spec / "gold"),
+        "test": _diff_of(dest, spec / "tests"),
+        "partial": _diff_of(dest, spec / "partial"),
+    }
     git("checkout", "-q", "-b", "fix", cwd=dest)
     _overlay(spec / "gold", dest)
     _overlay(spec / "tests", dest)
@@ -57,8 +67,11 @@ def build(name: str, dest: Path) -> dict:
 
 
 LEDGER_F2P = ["tests/test_money.py::test_split_keeps_total", "tests/test_money.py::test_discount_rounds_half_up"]
-LEDGER_P2P = ["tests/test_money.py::test_add", "tests/test_money.py::test_split_even",
-              "tests/test_money.py::test_discount_whole"]  # fmt: skip
+LEDGER_P2P = [
+    "tests/test_money.py::test_add",
+    "tests/test_money.py::test_split_even",
+    "tests/test_money.py::test_discount_whole",
+]
 HOST_IMAGE = "terminus-sandbox:host"
 
 
@@ -66,52 +79,81 @@ def rows(built: dict[str, dict]) -> dict[str, list[dict]]:
     """The dataset rows of every family, in their published schemas, over the built repositories."""
     ledger, units, slug = built["ledger"], built["units"], built["slugify"]
     verified = {
-        "repo": "acme/ledger", "instance_id": "acme__ledger-101", "base_commit": ledger["base"],
-        "patch": ledger["gold"], "test_patch": ledger["test"],
+        "repo": "acme/ledger",
+        "instance_id": "acme__ledger-101",
+        "base_commit": ledger["base"],
+        "patch": ledger["gold"],
+        "test_patch": ledger["test"],
         "problem_statement": "split() loses cents: split(1000, 3) gives [333, 333, 333], which adds up to 999. "
-                             "And apply_discount(999, 15) gives 850; the discount of 149.85 should round to 150.",
-        "hints_text": "", "created_at": "2024-01-01T00:00:00Z", "version": "0.1",
-        "FAIL_TO_PASS": json.dumps(LEDGER_F2P), "PASS_TO_PASS": json.dumps(LEDGER_P2P),
-        "environment_setup_commit": ledger["base"], "difficulty": "<15 min fix",
-        "repo_path": "git/ledger", "test_cmd": "python -m pytest -rA -p no:cacheprovider {test_files}",
-        "log_parser": "pytest", "image": HOST_IMAGE,
-    }  # fmt: skip
+        "And apply_discount(999, 15) gives 850; the discount of 149.85 should round to 150.",
+        "hints_text": "",
+        "created_at": "2024-01-01T00:00:00Z",
+        "version": "0.1",
+        "FAIL_TO_PASS": json.dumps(LEDGER_F2P),
+        "PASS_TO_PASS": json.dumps(LEDGER_P2P),
+        "environment_setup_commit": ledger["base"],
+        "difficulty": "<15 min fix",
+        "repo_path": "git/ledger",
+        "test_cmd": "python -m pytest -rA -p no:cacheprovider {test_files}",
+        "log_parser": "pytest",
+        "image": HOST_IMAGE,
+    }
     # Planted broken row: its FAIL_TO_PASS names a test that already passes at the base commit.
-    broken = {**verified, "instance_id": "acme__ledger-102",
-              "FAIL_TO_PASS": json.dumps([*LEDGER_F2P, "tests/test_money.py::test_add"]),
-              "PASS_TO_PASS": json.dumps(LEDGER_P2P[1:])}  # fmt: skip
+    broken = {
+        **verified,
+        "instance_id": "acme__ledger-102",
+        "FAIL_TO_PASS": json.dumps([*LEDGER_F2P, "tests/test_money.py::test_add"]),
+        "PASS_TO_PASS": json.dumps(LEDGER_P2P[1:]),
+    }
     pro = {
-        "repo": "acme/units", "instance_id": f"instance_acme__units-{units['fix']}-vnan",
-        "base_commit": units["base"], "patch": units["gold"], "test_patch": units["test"],
+        "repo": "acme/units",
+        "instance_id": f"instance_acme__units-{units['fix']}-vnan",
+        "base_commit": units["base"],
+        "patch": units["gold"],
+        "test_patch": units["test"],
         "problem_statement": 'ParseSize("3MB") returns 3000 instead of 3000000, and lowercase units such as '
-                             '"10kb" are rejected with "no unit".',
+        '"10kb" are rejected with "no unit".',
         "requirements": "- ParseSize must treat MB as 1000 * 1000 bytes.\n- Units must be case-insensitive.",
-        "interface": "No new interfaces are introduced.", "repo_language": "go",
+        "interface": "No new interfaces are introduced.",
+        "repo_language": "go",
         "fail_to_pass": repr(["TestParseSizeMegabytes", "TestParseSizeLowercase"]),
         "pass_to_pass": repr(["TestParseSizeBytes", "TestParseSizeKilobytes"]),
-        "issue_specificity": repr(["minor_bug"]), "issue_categories": repr(["back_end_knowledge"]),
+        "issue_specificity": repr(["minor_bug"]),
+        "issue_categories": repr(["back_end_knowledge"]),
         "before_repo_set_cmd": f"git reset --hard {units['base']}\ngit clean -fd \ngit checkout {units['base']} \n"
-                               f"git checkout {units['fix']} -- size_test.go",
-        "selected_test_files_to_run": repr(["TestParseSizeMegabytes", "TestParseSizeLowercase",
-                                            "TestParseSizeBytes", "TestParseSizeKilobytes"]),
+        f"git checkout {units['fix']} -- size_test.go",
+        "selected_test_files_to_run": repr(
+            ["TestParseSizeMegabytes", "TestParseSizeLowercase", "TestParseSizeBytes", "TestParseSizeKilobytes"]
+        ),
         "dockerhub_tag": f"acme.units-acme__units-{units['fix']}-vnan",
-        "repo_path": "git/units", "test_cmd": "go test -v -run '{test_names_regex}' ./...", "log_parser": "gotest",
+        "repo_path": "git/units",
+        "test_cmd": "go test -v -run '{test_names_regex}' ./...",
+        "log_parser": "gotest",
         "image": HOST_IMAGE,
-    }  # fmt: skip
+    }
     rebench = {
-        "instance_id": "acme__slugify-lite-7", "repo": "acme/slugify-lite", "base_commit": slug["base"],
-        "patch": slug["gold"], "test_patch": slug["test"],
+        "instance_id": "acme__slugify-lite-7",
+        "repo": "acme/slugify-lite",
+        "base_commit": slug["base"],
+        "patch": slug["gold"],
+        "test_patch": slug["test"],
         "problem_statement": "slugify('Hello,  World') gives 'hello---world' and slugify('Hi there!') ends in a "
-                             "dash; slugs should use single dashes and never start or end with one.",
-        "hints_text": "", "created_at": "2024-01-01T00:00:00Z",
+        "dash; slugs should use single dashes and never start or end with one.",
+        "hints_text": "",
+        "created_at": "2024-01-01T00:00:00Z",
         "FAIL_TO_PASS": ["collapses runs of separators", "trims separators at the ends"],
         "PASS_TO_PASS": ["lowercases words", "joins words with a dash"],
         "image_name": HOST_IMAGE,
-        "install_config": {"base_image_name": "node:20-bookworm", "install": ["npm install --ignore-scripts"],
-                           "test_cmd": "node --test test/slug.test.js", "log_parser": "node"},
-        "language": "javascript", "meta": {"num_modified_files": 1},
+        "install_config": {
+            "base_image_name": "node:20-bookworm",
+            "install": ["npm install --ignore-scripts"],
+            "test_cmd": "node --test test/slug.test.js",
+            "log_parser": "node",
+        },
+        "language": "javascript",
+        "meta": {"num_modified_files": 1},
         "repo_path": "git/slugify",
-    }  # fmt: skip
+    }
     return {"verified": [verified, broken], "pro": [pro], "rebench-v2": [rebench]}
 
 

@@ -22,10 +22,12 @@ def test_a_swe_cell_grades_what_the_main_agent_submitted(swe_data, tmp_path):
     root, _ = swe_data
     config = load_config("configs/config.yaml")
     config["sandbox"] = "bwrap"
-    config["eval"] |= {"benchmarks": ["swebench-verified"], "concurrency": 1,
-                       "subagents": [{"name": "none", "policy": "none"}, {"name": "scripted", "policy": "scripted"}],
-                       "swe": {"datasets": {"swebench-verified": str(root / "verified.jsonl")}, "limit": 1,
-                               "timeout_s": 600}}  # fmt: skip
+    config["eval"] |= {
+        "benchmarks": ["swebench-verified"],
+        "concurrency": 1,
+        "subagents": [{"name": "none", "policy": "none"}, {"name": "scripted", "policy": "scripted"}],
+        "swe": {"datasets": {"swebench-verified": str(root / "verified.jsonl")}, "limit": 1, "timeout_s": 600},
+    }
     (inst,) = load_instances("swebench-verified", dataset=str(root / "verified.jsonl"), limit=1)
     out = tmp_path / "eval"
     for cell in ("reader__none__swebench-verified__0", "reader__scripted__swebench-verified__0"):
@@ -62,8 +64,9 @@ def test_main_agent_tools_work_inside_an_image(docker_engine):
         assert bench.call("edit_file", {"path": "calc.py", "old": "1 + 1", "new": "2 + 2"}, result, "p") == "ok"
         assert "2 + 2" in box.run("cat /tmp/app/calc.py", 30).output
         assert "/tmp/app" in bench.call("run_in_terminal", {"command": "pwd", "timeout_ms": 5000}, result, "p")
-        answer = bench.call("execution_subagent", {"query": "show me calc.py", "description": "check the edit"},
-                            result, "p")  # fmt: skip
+        answer = bench.call(
+            "execution_subagent", {"query": "show me calc.py", "description": "check the edit"}, result, "p"
+        )
         assert result.subagent_calls == 1 and answer
         commands = result.subagent_episodes[0]["commands"]
         assert commands and "/tmp/app" in result.subagent_episodes[0]["trajectory"]["messages"][0]["content"]

@@ -57,9 +57,17 @@ def test_each_family_maps_to_a_repair_instance(swe_data):
 
 def test_hub_rows_get_the_configured_environment():
     """A Verified row as the hub has it (no repo_path, no test_cmd): image, workdir, command from the config."""
-    row = {"repo": "django/django", "instance_id": "django__django-11099", "base_commit": "abc", "patch": "",
-           "test_patch": "diff --git a/tests/auth_tests/test_validators.py b/tests/auth_tests/test_validators.py\n",
-           "problem_statement": "p", "FAIL_TO_PASS": "[]", "PASS_TO_PASS": "[]", "version": "3.0"}  # fmt: skip
+    row = {
+        "repo": "django/django",
+        "instance_id": "django__django-11099",
+        "base_commit": "abc",
+        "patch": "",
+        "test_patch": "diff --git a/tests/auth_tests/test_validators.py b/tests/auth_tests/test_validators.py\n",
+        "problem_statement": "p",
+        "FAIL_TO_PASS": "[]",
+        "PASS_TO_PASS": "[]",
+        "version": "3.0",
+    }
     from terminus.swe.benchmarks import instances_from_rows
 
     (inst,) = instances_from_rows([row], load_benchmark_config("swebench-verified"))
@@ -67,14 +75,20 @@ def test_hub_rows_get_the_configured_environment():
     assert inst.test_cmd.endswith("--parallel 1 auth_tests.test_validators") and inst.log_parser == "django"
     assert inst.pre_test == ["source /opt/miniconda3/bin/activate", "conda activate testbed"]
     with pytest.raises(DatasetError, match="no test command or log parser"):
-        instances_from_rows([{**row, "repo_language": "js", "fail_to_pass": "[]", "dockerhub_tag": "t"}],
-                            load_benchmark_config("swebench-pro"))  # fmt: skip
+        instances_from_rows(
+            [{**row, "repo_language": "js", "fail_to_pass": "[]", "dockerhub_tag": "t"}],
+            load_benchmark_config("swebench-pro"),
+        )
 
 
 def test_configs_name_the_fields_the_rows_have(swe_data):
     root, _ = swe_data
-    files = {"swebench-verified": "verified.jsonl", "swebench-pro": "pro.jsonl", "swe-sharp": "sharp.csv",
-             "swe-rebench-v2": "rebench-v2.jsonl"}  # fmt: skip
+    files = {
+        "swebench-verified": "verified.jsonl",
+        "swebench-pro": "pro.jsonl",
+        "swe-sharp": "sharp.csv",
+        "swe-rebench-v2": "rebench-v2.jsonl",
+    }
     for name in (*BENCHMARKS, "swe-rebench-v2"):
         cfg = load_benchmark_config(name)
         row = load_rows(str(root / files[name]))[0]
@@ -119,21 +133,36 @@ def test_tasks_carry_the_dataset_expectations(swe_data, tmp_path):
 
 
 def test_dependency_tasks_come_from_manifest_additions():
-    patch = ("diff --git a/requirements.txt b/requirements.txt\n--- a/requirements.txt\n+++ b/requirements.txt\n"
-             "@@ -1 +1,2 @@\n requests==2.31.0\n+python-dateutil>=2.8\n")  # fmt: skip
-    assert added_dependency(patch) == {"package": "python-dateutil", "fix": "pip install python-dateutil",
-                                       "manifest": "requirements.txt"}  # fmt: skip
-    npm = ('diff --git a/package.json b/package.json\n--- a/package.json\n+++ b/package.json\n@@ -3,3 +3,4 @@\n'
-           '   "dependencies": {\n+    "left-pad": "^1.3.0",\n     "chalk": "^5.0.0"\n')  # fmt: skip
+    patch = (
+        "diff --git a/requirements.txt b/requirements.txt\n--- a/requirements.txt\n+++ b/requirements.txt\n"
+        "@@ -1 +1,2 @@\n requests==2.31.0\n+python-dateutil>=2.8\n"
+    )
+    assert added_dependency(patch) == {
+        "package": "python-dateutil",
+        "fix": "pip install python-dateutil",
+        "manifest": "requirements.txt",
+    }
+    npm = (
+        "diff --git a/package.json b/package.json\n--- a/package.json\n+++ b/package.json\n@@ -3,3 +3,4 @@\n"
+        '   "dependencies": {\n+    "left-pad": "^1.3.0",\n     "chalk": "^5.0.0"\n'
+    )
     assert added_dependency(npm)["fix"] == "npm install left-pad"
     assert added_dependency("diff --git a/src/a.py b/src/a.py\n+import os\n") is None
 
 
 def test_rebench_selection_by_repository():
-    rows = [{"instance_id": f"{r}-{i}", "repo": r, "language": lang}
-            for r, lang in [("a/x", "python"), ("b/y", "go"), ("c/z", "java"), ("ansible/ansible", "python"),
-                            ("d/w", "rust"), ("e/v", "javascript")]
-            for i in range(5)]  # fmt: skip
+    rows = [
+        {"instance_id": f"{r}-{i}", "repo": r, "language": lang}
+        for r, lang in [
+            ("a/x", "python"),
+            ("b/y", "go"),
+            ("c/z", "java"),
+            ("ansible/ansible", "python"),
+            ("d/w", "rust"),
+            ("e/v", "javascript"),
+        ]
+        for i in range(5)
+    ]
     cfg = {**load_benchmark_config("swe-rebench-v2"), "max_per_repo": 3, "max_instances": 9}
     chosen, splits = select_rebench(rows, cfg, benchmark_repos(["swebench-pro"]))
     repos = {r["repo"] for r in chosen}
@@ -147,11 +176,25 @@ def test_select_command_keeps_eval_repositories_out(tmp_path):
 
     from terminus.cli import app
 
-    rows = [{"instance_id": f"{repo}-{i}", "repo": repo, "language": lang, "FAIL_TO_PASS": ["t"],
-             "PASS_TO_PASS": [], "created_at": "2024-01-01T00:00:00Z"}
-            for repo, lang in [("a/x", "python"), ("b/y", "go"), ("django/django", "python"),
-                               ("flipt-io/flipt", "go"), ("c/z", "php"), ("d/w", "rust")]
-            for i in range(3)]  # fmt: skip
+    rows = [
+        {
+            "instance_id": f"{repo}-{i}",
+            "repo": repo,
+            "language": lang,
+            "FAIL_TO_PASS": ["t"],
+            "PASS_TO_PASS": [],
+            "created_at": "2024-01-01T00:00:00Z",
+        }
+        for repo, lang in [
+            ("a/x", "python"),
+            ("b/y", "go"),
+            ("django/django", "python"),
+            ("flipt-io/flipt", "go"),
+            ("c/z", "php"),
+            ("d/w", "rust"),
+        ]
+        for i in range(3)
+    ]
     source = tmp_path / "rows.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "selected.jsonl"

@@ -21,8 +21,11 @@ from terminus.swe.validate import validate_instances
 from .repos import DATA, git
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
-CASES = [("swebench-verified", "verified.jsonl", "ledger"), ("swebench-pro", "pro.jsonl", "units"),
-         ("swe-rebench-v2", "rebench-v2.jsonl", "slugify")]  # fmt: skip
+CASES = [
+    ("swebench-verified", "verified.jsonl", "ledger"),
+    ("swebench-pro", "pro.jsonl", "units"),
+    ("swe-rebench-v2", "rebench-v2.jsonl", "slugify"),
+]
 
 
 def _instance(swe_data, bench, file):
@@ -69,8 +72,9 @@ def test_grading_in_docker(swe_data, bench, file, repo, docker_engine):
 
 def test_a_patch_that_does_not_apply(swe_data):
     inst = _instance(swe_data, "swe-rebench-v2", "rebench-v2.jsonl")
-    result = grade_patch(inst, "diff --git a/nope.js b/nope.js\n--- a/nope.js\n+++ b/nope.js\n@@ -1 +1 @@\n-a\n+b\n",
-                         "local")  # fmt: skip
+    result = grade_patch(
+        inst, "diff --git a/nope.js b/nope.js\n--- a/nope.js\n+++ b/nope.js\n@@ -1 +1 @@\n-a\n+b\n", "local"
+    )
     assert not result.resolved and not result.patch_applied and result.error == "the patch does not apply"
     assert result.report()["pass_to_pass"] == {"passed": 0, "failed": 2}
 
@@ -93,33 +97,69 @@ def test_edited_tree_is_graded_by_its_diff(swe_data, tmp_path):
 def test_grade_command_writes_the_report(swe_data, tmp_path):
     root, _ = swe_data
     inst = _instance(swe_data, "swebench-verified", "verified.jsonl")
-    predictions = write_predictions([{"instance_id": inst.instance_id, "model_name_or_path": "gold",
-                                      "model_patch": inst.gold_patch}], tmp_path / "preds.jsonl")  # fmt: skip
+    predictions = write_predictions(
+        [{"instance_id": inst.instance_id, "model_name_or_path": "gold", "model_patch": inst.gold_patch}],
+        tmp_path / "preds.jsonl",
+    )
     out = tmp_path / "report.json"
-    result = CliRunner().invoke(app, ["swe", "grade", "--dataset", str(root / "verified.jsonl"), "--predictions",
-                                      str(predictions), "--sandbox", "bwrap", "--out", str(out)])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "swe",
+            "grade",
+            "--dataset",
+            str(root / "verified.jsonl"),
+            "--predictions",
+            str(predictions),
+            "--sandbox",
+            "bwrap",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
-    assert json.loads(out.read_text()) == {inst.instance_id: {"resolved": True,
-                                                              "fail_to_pass": {"passed": 2, "failed": 0},
-                                                              "pass_to_pass": {"passed": 3, "failed": 0}}}  # fmt: skip
+    assert json.loads(out.read_text()) == {
+        inst.instance_id: {
+            "resolved": True,
+            "fail_to_pass": {"passed": 2, "failed": 0},
+            "pass_to_pass": {"passed": 3, "failed": 0},
+        }
+    }
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instance_id": "nobody__nothing-1", "model_patch": ""}\n')
-    result = CliRunner().invoke(app, ["swe", "grade", "--dataset", str(root / "verified.jsonl"), "--predictions",
-                                      str(bad), "--sandbox", "bwrap", "--out", str(out)])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "swe",
+            "grade",
+            "--dataset",
+            str(root / "verified.jsonl"),
+            "--predictions",
+            str(bad),
+            "--sandbox",
+            "bwrap",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 2 and "name no instance of the dataset" in result.output
 
 
 @needs_bwrap
 def test_validation_drops_the_planted_broken_row(swe_data):
     root, _ = swe_data
-    instances = [*load_instances("swebench-verified", dataset=str(root / "verified.jsonl")),
-                 _instance(swe_data, "swebench-pro", "pro.jsonl"),
-                 _instance(swe_data, "swe-rebench-v2", "rebench-v2.jsonl")]  # fmt: skip
+    instances = [
+        *load_instances("swebench-verified", dataset=str(root / "verified.jsonl")),
+        _instance(swe_data, "swebench-pro", "pro.jsonl"),
+        _instance(swe_data, "swe-rebench-v2", "rebench-v2.jsonl"),
+    ]
     kept, report = validate_instances(instances, "bwrap", concurrency=2)
     assert [i.instance_id for i in kept] == ["acme__ledger-101", instances[2].instance_id, "acme__slugify-lite-7"]
     assert report["dropped"] == 1
-    assert "FAIL_TO_PASS passes at base + test patch: tests/test_money.py::test_add" in report["reasons"][
-        "acme__ledger-102"]  # fmt: skip
+    assert (
+        "FAIL_TO_PASS passes at base + test patch: tests/test_money.py::test_add"
+        in report["reasons"]["acme__ledger-102"]
+    )
     seen = report["observed"]["acme__slugify-lite-7"]["before"]["statuses"]
     assert seen["collapses runs of separators"] == "FAILED" and seen["lowercases words"] == "PASSED"
 
@@ -131,16 +171,25 @@ def test_predictions_in_the_official_formats(tmp_path):
     ]
     swe = write_predictions(records, tmp_path / "p.jsonl", "swebench")
     lines = [json.loads(x) for x in swe.read_text().splitlines()]
-    assert lines[0] == {"instance_id": "acme__ledger-101", "model_name_or_path": "terminus",
-                        "model_patch": "diff --git a"}  # fmt: skip
+    assert lines[0] == {
+        "instance_id": "acme__ledger-101",
+        "model_name_or_path": "terminus",
+        "model_patch": "diff --git a",
+    }
     assert all(set(x) == {"instance_id", "model_name_or_path", "model_patch"} for x in lines)
     assert lines[1]["model_patch"] == ""  # never null: the harness would report "patch_is_None"
     pro = write_predictions(records, tmp_path / "p.json", "pro")
     entries = json.loads(pro.read_text())
-    assert isinstance(entries, list) and entries[0] == {"instance_id": "acme__ledger-101", "patch": "diff --git a",
-                                                        "prefix": "terminus"}  # fmt: skip
-    assert read_predictions(swe) == read_predictions(pro) == {"acme__ledger-101": "diff --git a",
-                                                              "instance_acme__units-1": ""}  # fmt: skip
+    assert isinstance(entries, list) and entries[0] == {
+        "instance_id": "acme__ledger-101",
+        "patch": "diff --git a",
+        "prefix": "terminus",
+    }
+    assert (
+        read_predictions(swe)
+        == read_predictions(pro)
+        == {"acme__ledger-101": "diff --git a", "instance_acme__units-1": ""}
+    )
     with pytest.raises(PredictionsError, match="unknown predictions format"):
         write_predictions(records, tmp_path / "x", "sweb")
     (tmp_path / "broken.jsonl").write_text("{not json\n")
@@ -171,14 +220,29 @@ def test_pro_official_scripts_decide_the_statuses(swe_data, tmp_path):
 def test_validate_then_tasks_commands(swe_data, tmp_path):
     root, _ = swe_data
     kept, report = tmp_path / "kept.jsonl", tmp_path / "validation.json"
-    result = CliRunner().invoke(app, ["swe", "validate", "--dataset", str(root / "rebench-v2.jsonl"), "--benchmark",
-                                      "swe-rebench-v2", "--sandbox", "bwrap", "--out", str(kept), "--report",
-                                      str(report)])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "swe",
+            "validate",
+            "--dataset",
+            str(root / "rebench-v2.jsonl"),
+            "--benchmark",
+            "swe-rebench-v2",
+            "--sandbox",
+            "bwrap",
+            "--out",
+            str(kept),
+            "--report",
+            str(report),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "1 of 1 instances hold" in result.output
     tasks = tmp_path / "corpus" / "tasks.jsonl"
-    result = CliRunner().invoke(app, ["swe", "tasks", "--instances", str(kept), "--report", str(report),
-                                      "--out", str(tasks)])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["swe", "tasks", "--instances", str(kept), "--report", str(report), "--out", str(tasks)]
+    )
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in tasks.read_text().splitlines()]
     assert [r["task_type"] for r in records] == ["error-diagnosis", "test-execution"]

@@ -88,14 +88,21 @@ def test_pytest_summary_and_verbose_lines():
 
 
 def test_go_test_with_subtests():
-    assert parse_log("parse_log_gotest", GO) == {"TestParse": "FAILED", "TestParse/empty": "FAILED",
-                                                 "TestParse/bytes": "PASSED", "TestBytes": "PASSED",
-                                                 "TestSlow": "SKIPPED"}  # fmt: skip
+    assert parse_log("parse_log_gotest", GO) == {
+        "TestParse": "FAILED",
+        "TestParse/empty": "FAILED",
+        "TestParse/bytes": "PASSED",
+        "TestBytes": "PASSED",
+        "TestSlow": "SKIPPED",
+    }
 
 
 def test_jest_marks_and_timings():
-    assert parse_log("jest", JEST) == {"lowercases words": "PASSED", "trims separators at the ends": "FAILED",
-                                       "skipped handles emoji": "SKIPPED"}  # fmt: skip
+    assert parse_log("jest", JEST) == {
+        "lowercases words": "PASSED",
+        "trims separators at the ends": "FAILED",
+        "skipped handles emoji": "SKIPPED",
+    }
 
 
 def test_node_tap_nesting_and_skip():
@@ -107,14 +114,20 @@ def test_node_tap_nesting_and_skip():
 
 
 def test_mocha_spec_reporter():
-    assert parse_log("mocha", MOCHA) == {"lowercases words": "PASSED", "joins words": "PASSED",
-                                         "trims separators": "FAILED", "handles emoji": "SKIPPED"}  # fmt: skip
+    assert parse_log("mocha", MOCHA) == {
+        "lowercases words": "PASSED",
+        "joins words": "PASSED",
+        "trims separators": "FAILED",
+        "handles emoji": "SKIPPED",
+    }
 
 
 def test_cargo():
-    assert parse_log("cargo", CARGO) == {"size::tests::parses_bytes": "PASSED",
-                                         "size::tests::parses_megabytes": "FAILED",
-                                         "size::tests::slow": "SKIPPED"}  # fmt: skip
+    assert parse_log("cargo", CARGO) == {
+        "size::tests::parses_bytes": "PASSED",
+        "size::tests::parses_megabytes": "FAILED",
+        "size::tests::slow": "SKIPPED",
+    }
 
 
 def test_trx_sample_in_a_test_log():

@@ -22,10 +22,14 @@ def small_config(tmp_path: Path, registry_cache: Path | None = None, **synthetic
         "run": "t",
         "tasks": {
             "synthetic": {"languages": ["python", "node"], "repos_per_language": 3, **synthetic},
-            "registry": {"enabled": registry_cache is not None, "packages": str(packages),
-                         "cache": str(registry_cache or tmp_path), "mutants_per_package": 2},
+            "registry": {
+                "enabled": registry_cache is not None,
+                "packages": str(packages),
+                "cache": str(registry_cache or tmp_path),
+                "mutants_per_package": 2,
+            },
         },
-    }  # fmt: skip
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(raw))
     return load_config(path)
@@ -74,8 +78,18 @@ def test_bad_configs_are_named(tmp_path):
     empty = tmp_path / "empty.yaml"
     empty.write_text("")
     bad.write_text(f"run: x\ntasks:\n  synthetic: {{enabled: false}}\n  registry: {{packages: {empty}}}\n")
-    command = [sys.executable, "-m", "terminus.cli", "tasks", "build", "--config", str(bad), "--out",
-               str(tmp_path / "t.jsonl"), "--quiet"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "terminus.cli",
+        "tasks",
+        "build",
+        "--config",
+        str(bad),
+        "--out",
+        str(tmp_path / "t.jsonl"),
+        "--quiet",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 2 and f"{empty} lists no packages" in done.stderr
 

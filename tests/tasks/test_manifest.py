@@ -36,9 +36,17 @@ def manifest(tmp_path):
     fixed = generate("go", "billing", "pass", index=0, seed=5)
     fixed.write(repo)
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "fix", cwd=repo)
-    entry = {"id": "ledger-1", "repo": "ledger-service", "commit": commit, "image": HOST_IMAGE, "language": "go",
-             "task_type": "test-execution", "test_cmd": "go test ./...", "setup": ["go version"],
-             "facts": project.facts}  # fmt: skip
+    entry = {
+        "id": "ledger-1",
+        "repo": "ledger-service",
+        "commit": commit,
+        "image": HOST_IMAGE,
+        "language": "go",
+        "task_type": "test-execution",
+        "test_cmd": "go test ./...",
+        "setup": ["go version"],
+        "facts": project.facts,
+    }
     path = tmp_path / "manifest.yaml"
     path.write_text(yaml.safe_dump([entry]))
     return path, project
@@ -46,8 +54,21 @@ def manifest(tmp_path):
 
 def test_manifest_entries_are_checked(tmp_path):
     path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump([{"id": "a", "repo": "nowhere", "commit": "x", "image": "i", "language": "go",
-                                     "task_type": "test-execution", "facts": {}}]))  # fmt: skip
+    path.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "id": "a",
+                    "repo": "nowhere",
+                    "commit": "x",
+                    "image": "i",
+                    "language": "go",
+                    "task_type": "test-execution",
+                    "facts": {},
+                }
+            ]
+        )
+    )
     with pytest.raises(ManifestError, match="repository nowhere not found"):
         load_manifest(path)
     path.write_text(yaml.safe_dump([{"id": "a", "repo": "x"}]))
@@ -59,11 +80,22 @@ def test_manifest_entries_are_checked(tmp_path):
 def test_manifest_task_runs_in_its_image(manifest, tmp_path, docker_engine):
     path, _project = manifest
     config_file = tmp_path / "c.yaml"
-    config_file.write_text(yaml.safe_dump({"run": "t", "tasks": {"synthetic": {"enabled": False},
-                                           "registry": {"enabled": False}, "manifests": [str(path)]}}))  # fmt: skip
+    config_file.write_text(
+        yaml.safe_dump(
+            {
+                "run": "t",
+                "tasks": {"synthetic": {"enabled": False}, "registry": {"enabled": False}, "manifests": [str(path)]},
+            }
+        )
+    )
     (task,) = build_corpus(load_config(config_file), tmp_path / "out" / "tasks.jsonl", show_progress=False)
     assert task.source == "manifest" and task.image == HOST_IMAGE and task.repo == "ledger-service"
-    traj = run_episode(task, tmp_path / "out" / "tasks.jsonl", make_policy("scripted"), backend="docker",
-                       sandbox_options={"base_url": docker_engine, "binds": HOST_BINDS})  # fmt: skip
+    traj = run_episode(
+        task,
+        tmp_path / "out" / "tasks.jsonl",
+        make_policy("scripted"),
+        backend="docker",
+        sandbox_options={"base_url": docker_engine, "binds": HOST_BINDS},
+    )
     verdict = check(traj.final_answer, task.facts, task.task_type, observations_of(traj.messages))
     assert verdict.recall == 1.0, (verdict.missing, traj.final_answer)  # the pinned (faulty) commit ran

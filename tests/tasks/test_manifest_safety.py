@@ -29,8 +29,15 @@ def repo(tmp_path):
 
 
 def _entry(repo, commit, **changes) -> dict:
-    entry = {"id": "ok-1", "repo": str(repo), "commit": commit, "image": "img", "language": "python",
-             "task_type": "test-execution", "facts": {"tests": {"passed": 1, "failed": 0, "failing": []}}}  # fmt: skip
+    entry = {
+        "id": "ok-1",
+        "repo": str(repo),
+        "commit": commit,
+        "image": "img",
+        "language": "python",
+        "task_type": "test-execution",
+        "facts": {"tests": {"passed": 1, "failed": 0, "failing": []}},
+    }
     return entry | changes
 
 
@@ -49,8 +56,18 @@ def test_a_traversing_id_touches_nothing_outside_the_run(repo, tmp_path):
     (victim / "precious.txt").write_text("keep me")
     manifest = _write(tmp_path, [_entry(source, commit, id="x/../../../victim")])
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"run": "t", "tasks": {"synthetic": {"enabled": False},
-                                      "registry": {"enabled": False}, "manifests": [str(manifest)]}}))  # fmt: skip
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "run": "t",
+                "tasks": {
+                    "synthetic": {"enabled": False},
+                    "registry": {"enabled": False},
+                    "manifests": [str(manifest)],
+                },
+            }
+        )
+    )
     out = run / "tasks" / "t.jsonl"
     result = CliRunner().invoke(app, ["tasks", "build", "--config", str(config), "--out", str(out), "--quiet"])
     assert result.exit_code == 2

@@ -1,19 +1,19 @@
 rule collect:
     input:
-        f"{RUN}/tasks/valid.jsonl",
+        rules.validate_tasks.output.tasks,
     output:
         f"{RUN}/collect/trajectories.jsonl",
     log:
         f"{RUN}/logs/collect.log",
     params:
         policy=config["collect"]["policy"],
-        model=f"--model {config['collect']['model']}" if config["collect"].get("model") else "",
-        base_url=f"--base-url {config['collect']['base_url']}" if config["collect"].get("base_url") else "",
-        key=f"--api-key-env {config['collect']['api_key_env']}" if config["collect"].get("api_key_env") else "",
+        model=config_flag("collect", "model", "--model"),
+        base_url=config_flag("collect", "base_url", "--base-url"),
+        key=config_flag("collect", "api_key_env", "--api-key-env"),
         splits=",".join(config["collect"]["splits"]),
         max_turns=config["collect"]["max_turns"],
         concurrency=config["collect"]["concurrency"],
-        limits=f"--request-timeout {config['collect']['request_timeout']} --max-retries {config['collect']['max_retries']}",
+        limits=endpoint_limits("collect"),
         config=CONFIG_FILE,
     threads: 4
     conda:
@@ -30,8 +30,8 @@ rule collect:
 rule judge_teacher:
     input:
         trajectories=f"{RUN}/collect/trajectories.jsonl",
-        tasks=f"{RUN}/tasks/valid.jsonl",
-        references=f"{RUN}/tasks/valid.validation.trajectories.jsonl",
+        tasks=rules.validate_tasks.output.tasks,
+        references=rules.validate_tasks.output.expert,
         judge=JUDGE_FILES,
     output:
         f"{RUN}/judge/teacher_verdicts.jsonl",
@@ -53,7 +53,7 @@ rule judge_teacher:
 rule sft_data:
     input:
         trajectories=f"{RUN}/collect/trajectories.jsonl",
-        tasks=f"{RUN}/tasks/valid.jsonl",
+        tasks=rules.validate_tasks.output.tasks,
         verdicts=f"{RUN}/judge/teacher_verdicts.jsonl",
     output:
         directory(f"{RUN}/sft-data"),
@@ -71,8 +71,8 @@ rule sft_data:
 
 rule judge_validity:
     input:
-        expert=f"{RUN}/tasks/valid.validation.trajectories.jsonl",
-        tasks=f"{RUN}/tasks/valid.jsonl",
+        expert=rules.validate_tasks.output.expert,
+        tasks=rules.validate_tasks.output.tasks,
         judge=JUDGE_FILES,
         model=judge_model_input(),
     output:

@@ -89,3 +89,15 @@ def tasks_runtime() -> int:
     """Minutes for the corpus stage: a few without real repositories; validating thousands in their images takes
     a day on a node."""
     return 2880 if config["tasks"].get("swe", {}).get("enabled") else 60
+
+
+def config_flag(section: str, key: str, flag: str) -> str:
+    """`--flag value` for an optional config value (config[section][key]), or nothing when it is unset."""
+    value = config[section].get(key)
+    return f"{flag} {value}" if value not in (None, "") else ""
+
+
+def endpoint_limits(section: str) -> str:
+    """The stage's endpoint bounds as flags (config[section]: request_timeout, max_retries)."""
+    cfg = config[section]
+    return f"--request-timeout {cfg['request_timeout']} --max-retries {cfg['max_retries']}"

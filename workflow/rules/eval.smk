@@ -1,7 +1,7 @@
 rule eval_cell:
     input:
-        tasks=f"{RUN}/tasks/valid.jsonl",
-        references=f"{RUN}/tasks/valid.validation.trajectories.jsonl",
+        tasks=rules.validate_tasks.output.tasks,
+        references=rules.validate_tasks.output.expert,
         models=cell_model_input,
         judge=JUDGE_FILES,
     output:
@@ -53,7 +53,7 @@ rule case_study:
     log:
         f"{RUN}/logs/case_study.log",
     params:
-        task=f"--task {config['eval']['case_study_task']}" if config["eval"].get("case_study_task") else "",
+        task=config_flag("eval", "case_study_task", "--task"),
     conda:
         ENV
     resources:

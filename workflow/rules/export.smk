@@ -41,7 +41,7 @@ rule export:
 
 rule training_summary:
     input:
-        tasks=f"{RUN}/tasks/valid.jsonl",
+        tasks=rules.validate_tasks.output.tasks,
         base=base_model_input(),
         sft=f"{RUN}/models/sft-merged",
         grpo=f"{RUN}/export",

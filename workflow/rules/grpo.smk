@@ -1,8 +1,8 @@
 rule grpo:
     input:
         model=f"{RUN}/models/sft-merged",
-        tasks=f"{RUN}/tasks/valid.jsonl",
-        references=f"{RUN}/tasks/valid.validation.trajectories.jsonl",
+        tasks=rules.validate_tasks.output.tasks,
+        references=rules.validate_tasks.output.expert,
         recipe=config["model"]["grpo_recipe"],
         judge=JUDGE_FILES,
     output:

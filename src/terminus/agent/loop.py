@@ -29,8 +29,15 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parents[3] / "configs" / "agent" / "execution_subagent.yaml"
 PROMPT_KEYS = (
-    "system", "user", "last_turn", "timeout_forced", "format_error", "timeout_note", "input_forced", "input_note"
-)  # fmt: skip
+    "system",
+    "user",
+    "last_turn",
+    "timeout_forced",
+    "format_error",
+    "timeout_note",
+    "input_forced",
+    "input_note",
+)
 # What a command that wanted an answer on its (closed) stdin leaves at the end of its output.
 _INPUT_PROMPT = re.compile(
     r"(\[y/n\]|\(y/n\)|\(yes/no[^)]*\)|password[^\n]*:|passphrase[^\n]*:|press (?:any key|enter)|"
@@ -96,6 +103,10 @@ class TimeoutForced(Exit):
     termination = "timeout_forced"
 
 
+class InputForced(Exit):
+    termination = "input_forced"
+
+
 class FormatLimit(Exit):
     termination = "format_error"
 
@@ -150,8 +161,13 @@ class ExecutionSubagent:
             # Our own errors (endpoint down, sandbox gone) are one line; anything else is a bug: full traceback.
             # (Expected ones go to the record and the caller's summary, not as a second line on stderr.)
             expected = isinstance(err, TerminusError) and not debug_enabled()
-            log.log(logging.INFO if expected else logging.ERROR, "episode %s crashed: %s", self.traj.id, err,
-                    exc_info=not expected)  # fmt: skip
+            log.log(
+                logging.INFO if expected else logging.ERROR,
+                "episode %s crashed: %s",
+                self.traj.id,
+                err,
+                exc_info=not expected,
+            )
             self.traj.policy_retries += int(getattr(err, "retries", 0) or 0)  # a failed call's retries count too
             self.traj.termination = "crash"
             self.traj.error = f"{type(err).__name__}: {err}"
@@ -220,7 +236,7 @@ class ExecutionSubagent:
         reply = self._query(tools=[])
         self._finish_if_answered(reply)
         self.traj.notes.append(self.prompts.render(note, **values))
-        raise TimeoutForced()
+        raise TimeoutForced() if why == "timeout" else InputForced()
 
     def _query(self, tools: list[dict]) -> dict:
         reply = self.policy.respond(list(self.traj.messages), tools)

@@ -38,7 +38,20 @@ def collect(
         for k in range(samples):
             key = task.id if samples == 1 else f"{task.id}#{k}"
             jobs.append((key, partial(_episode, task, Path(tasks_file), policy, backend, max_turns, key)))
-    inputs = {"policy": policy.name, "tasks_sha256": file_sha256(tasks_file), "splits": sorted(splits),
-              "samples": samples, "max_turns": max_turns}  # fmt: skip
-    return run_jobs(jobs, Path(out), concurrency, show_progress, f"collect ({policy.name})", provenance=inputs,
-                    force=force, retry_failed=retry_failed)  # fmt: skip
+    inputs = {
+        "policy": policy.name,
+        "tasks_sha256": file_sha256(tasks_file),
+        "splits": sorted(splits),
+        "samples": samples,
+        "max_turns": max_turns,
+    }
+    return run_jobs(
+        jobs,
+        Path(out),
+        concurrency,
+        show_progress,
+        f"collect ({policy.name})",
+        provenance=inputs,
+        force=force,
+        retry_failed=retry_failed,
+    )

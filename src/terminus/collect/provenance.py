@@ -34,17 +34,24 @@ def check_or_write(out: Path, provenance: dict, has_records: bool) -> None:
     provenance = json.loads(json.dumps(provenance, sort_keys=True))  # as it will read back
     if has_records:
         if not path.is_file():
-            raise ProvenanceMismatch(f"{out} holds records but no {path.name} saying what produced them; use "
-                                     "another output, or pass --force to start afresh")  # fmt: skip
+            raise ProvenanceMismatch(
+                f"{out} holds records but no {path.name} saying what produced them; use "
+                "another output, or pass --force to start afresh"
+            )
         try:
             recorded = json.loads(path.read_text())
         except json.JSONDecodeError:
             recorded = {}
         keys = sorted(set(recorded) | set(provenance))
-        differences = [f"{k}: {recorded.get(k)!r} then, {provenance.get(k)!r} now"
-                       for k in keys if recorded.get(k) != provenance.get(k)]  # fmt: skip
+        differences = [
+            f"{k}: {recorded.get(k)!r} then, {provenance.get(k)!r} now"
+            for k in keys
+            if recorded.get(k) != provenance.get(k)
+        ]
         if differences:
-            raise ProvenanceMismatch(f"{out} was produced from other inputs ({'; '.join(differences)}); use another "
-                                     "output, or pass --force to discard it and start afresh")  # fmt: skip
+            raise ProvenanceMismatch(
+                f"{out} was produced from other inputs ({'; '.join(differences)}); use another "
+                "output, or pass --force to discard it and start afresh"
+            )
         return
     write_text_atomic(path, json.dumps(provenance, indent=1, sort_keys=True) + "\n")

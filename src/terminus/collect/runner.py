@@ -68,8 +68,10 @@ def check_workspaces(tasks: list[Task], tasks_file: Path) -> None:
     for task in tasks:
         path = task.workspace_path(tasks_file)
         if path is not None and not path.is_dir():
-            raise TaskFileError(f"{tasks_file}: task {task.id}: its workspace {path} does not exist (rebuild the "
-                                "corpus with `terminus tasks build`; repos/ stays next to the task file)")  # fmt: skip
+            raise TaskFileError(
+                f"{tasks_file}: task {task.id}: its workspace {path} does not exist (rebuild the "
+                "corpus with `terminus tasks build`; repos/ stays next to the task file)"
+            )
 
 
 def split_timings(record: dict, key: str = "id") -> tuple[dict, dict]:
@@ -91,9 +93,14 @@ class ResumableJsonl:
     """Keyed records in `<out>.part` until `finish()` writes `<out>` sorted by key."""
 
     def __init__(
-        self, out: Path, key: str = "id", *, provenance: dict | None = None, force: bool = False,
+        self,
+        out: Path,
+        key: str = "id",
+        *,
+        provenance: dict | None = None,
+        force: bool = False,
         retry_failed: bool = True,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.out = Path(out)
         self.part = self.out.with_name(self.out.name + ".part")
         self.timings = self.out.with_name(self.out.stem + ".timings.jsonl")

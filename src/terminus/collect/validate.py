@@ -22,17 +22,25 @@ def _episode(task: Task, tasks_file: Path, backend: str | None) -> dict:
 
 
 def validate_tasks(
-    tasks_file: Path, out: Path, report_path: Path, *, backend: str | None = None, concurrency: int = 4,
-    show_progress: bool = True, force: bool = False,
-) -> dict:  # fmt: skip
+    tasks_file: Path,
+    out: Path,
+    report_path: Path,
+    *,
+    backend: str | None = None,
+    concurrency: int = 4,
+    show_progress: bool = True,
+    force: bool = False,
+) -> dict:
     tasks_file, out = Path(tasks_file), Path(out)
     tasks = load_tasks(tasks_file)
     check_workspaces(tasks, tasks_file)
     trajectories = report_path.with_name(report_path.stem + ".trajectories.jsonl")
     jobs = [(t.id, partial(_episode, t, tasks_file, backend)) for t in tasks]
     inputs = {"policy": "scripted", "tasks_sha256": file_sha256(tasks_file)}
-    records = {r["id"]: r for r in run_jobs(jobs, trajectories, concurrency, show_progress, "validate",
-                                            provenance=inputs, force=force)}  # fmt: skip
+    records = {
+        r["id"]: r
+        for r in run_jobs(jobs, trajectories, concurrency, show_progress, "validate", provenance=inputs, force=force)
+    }
     kept, dropped = [], {}
     for task in tasks:
         traj = records[task.id]

@@ -210,9 +210,16 @@ def served_subagent(spec: dict, log_dir: Path) -> Iterator:
         options["api_key"] = api_key_from_env(spec["api_key_env"], f"subagent {spec['name']}")
     if spec["policy"] == "openai":
         options.update(endpoint_limits(spec))
-    with shared_policy(spec["policy"], spec.get("model"), spec.get("base_url"), served_name=spec["name"],
-                       log_dir=log_dir, max_new_tokens=spec.get("max_new_tokens", 256),
-                       max_model_len=spec.get("max_model_len"), **options) as policy:  # fmt: skip
+    with shared_policy(
+        spec["policy"],
+        spec.get("model"),
+        spec.get("base_url"),
+        served_name=spec["name"],
+        log_dir=log_dir,
+        max_new_tokens=spec.get("max_new_tokens", 256),
+        max_model_len=spec.get("max_model_len"),
+        **options,
+    ) as policy:
         yield policy
 
 
@@ -254,8 +261,24 @@ def run_cell(
         for inst in instances:
             key = record_key(main["name"], sub["name"], bench, seed, inst.instance_id)
             timeout = (eval_cfg.get("swe") or {}).get("timeout_s", 1800)
-            jobs.append((key, partial(swe_episode, inst, main, sub, bench, seed, backend, stamp, eval_cfg["tokenizer"],
-                                      policy, timeout)))  # fmt: skip
+            jobs.append(
+                (
+                    key,
+                    partial(
+                        swe_episode,
+                        inst,
+                        main,
+                        sub,
+                        bench,
+                        seed,
+                        backend,
+                        stamp,
+                        eval_cfg["tokenizer"],
+                        policy,
+                        timeout,
+                    ),
+                )
+            )
         for task in [] if instances else repair if bench == "repair" else execution:
             key = record_key(main["name"], sub["name"], bench, seed, task.id)
             if bench == "repair":

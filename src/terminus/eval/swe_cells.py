@@ -27,8 +27,18 @@ def swe_instances(eval_cfg: dict, bench: str) -> list:
     return load_instances(bench, dataset=dataset, limit=eval_cfg.get("max_tasks") or swe.get("limit"))
 
 
-def swe_episode(inst, main: dict, sub: dict, bench: str, seed: int, backend: str | None, stamp: dict,
-                tokenizer: str, policy, timeout_s: float) -> dict:  # fmt: skip
+def swe_episode(
+    inst,
+    main: dict,
+    sub: dict,
+    bench: str,
+    seed: int,
+    backend: str | None,
+    stamp: dict,
+    tokenizer: str,
+    policy,
+    timeout_s: float,
+) -> dict:
     from terminus.eval.grid import main_agent_record, main_brain, record_key
     from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, SUBAGENT_TURNS, MainAgentLoop, Workbench
     from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
@@ -70,8 +80,10 @@ def write_cell_predictions(records: list[dict], out_dir: Path, name: str) -> Pat
     from terminus.swe import write_predictions
 
     main, sub = name.split(SEP)[:2]
-    rows = [{"instance_id": r["task_id"], "model_name_or_path": f"{main}+{sub}", "model_patch": r.get("model_patch")
-             or ""} for r in records]  # fmt: skip
+    rows = [
+        {"instance_id": r["task_id"], "model_name_or_path": f"{main}+{sub}", "model_patch": r.get("model_patch") or ""}
+        for r in records
+    ]
     path = out_dir / "predictions" / f"{name}.jsonl"
     write_predictions(rows, path, "swebench")
     return path

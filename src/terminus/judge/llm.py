@@ -207,8 +207,10 @@ class LLMJudge:
     # -- calls -------------------------------------------------------------------------------------------
     def _messages(self, kind: str, **values) -> list[dict]:
         prompt = self.templates[kind].render(rubric=self.rubric.for_prompt(), **values)
-        return [{"role": "system", "content": self.templates["system"].render().strip()},
-                {"role": "user", "content": prompt.strip()}]  # fmt: skip
+        return [
+            {"role": "system", "content": self.templates["system"].render().strip()},
+            {"role": "user", "content": prompt.strip()},
+        ]
 
     def _cache_path(self, messages: list[dict], attempt: int) -> Path | None:
         if self.cache_dir is None:
@@ -272,8 +274,9 @@ class LLMJudge:
         if parsed is None:
             with self._lock:
                 self.unparseable += len(candidates)
-            return [JudgeResult(unparseable=True, attempts=attempts, cached=cached, raw=raw[-2000:])
-                    for _ in candidates]  # fmt: skip
+            return [
+                JudgeResult(unparseable=True, attempts=attempts, cached=cached, raw=raw[-2000:]) for _ in candidates
+            ]
         return [JudgeResult(s, r, self.rubric.combine(s), False, attempts, cached) for s, r in parsed]
 
     def score_many(self, items: list[tuple[str, dict | None, dict]]) -> list[JudgeResult]:

@@ -13,8 +13,15 @@ from terminus.errors import TerminusError
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_RUBRIC = ROOT / "configs" / "judge" / "rubric.yaml"
 QUALITY = ("faithfulness", "completeness", "conciseness", "actionability", "efficiency")
-FAILURES = ("hallucination", "no_final_answer", "repeated_commands", "ignored_timeout", "out_of_scope",
-            "ignored_restriction", "format_violation")  # fmt: skip
+FAILURES = (
+    "hallucination",
+    "no_final_answer",
+    "repeated_commands",
+    "ignored_timeout",
+    "out_of_scope",
+    "ignored_restriction",
+    "format_violation",
+)
 
 
 class RubricError(TerminusError, ValueError):
@@ -57,8 +64,10 @@ class Rubric:
         return min(1.0, max(0.0, (earned - lost) / total))
 
     def for_prompt(self) -> dict:
-        return {n: {"kind": d.kind, "scale": list(d.scale), "description": d.description, "levels": d.levels}
-                for n, d in self.dimensions.items()}  # fmt: skip
+        return {
+            n: {"kind": d.kind, "scale": list(d.scale), "description": d.description, "levels": d.levels}
+            for n, d in self.dimensions.items()
+        }
 
 
 def load_rubric(path: Path | str | None = None) -> Rubric:
@@ -88,13 +97,23 @@ def load_rubric(path: Path | str | None = None) -> Rubric:
             if not isinstance(weight, int | float) or isinstance(weight, bool) or weight < 0:
                 raise RubricError(f"rubric {path}: dimension {name!r}: weight must be a number >= 0, not {weight!r}")
             scale = spec.get("scale")
-            if not (isinstance(scale, list) and len(scale) == 2 and all(isinstance(v, int) for v in scale)
-                    and scale[0] < scale[1]):  # fmt: skip
+            if not (
+                isinstance(scale, list)
+                and len(scale) == 2
+                and all(isinstance(v, int) for v in scale)
+                and scale[0] < scale[1]
+            ):
                 raise RubricError(f"rubric {path}: dimension {name!r}: scale must be [low, high] integers, low < high")
             if not spec.get("description") or not isinstance(spec.get("levels"), dict) or not spec["levels"]:
                 raise RubricError(f"rubric {path}: dimension {name!r} needs a description and its levels")
-            dims[name] = Dimension(name, kind, float(weight), (scale[0], scale[1]), spec["description"],
-                                   {int(k): str(v) for k, v in spec["levels"].items()})  # fmt: skip
+            dims[name] = Dimension(
+                name,
+                kind,
+                float(weight),
+                (scale[0], scale[1]),
+                spec["description"],
+                {int(k): str(v) for k, v in spec["levels"].items()},
+            )
     if not any(d.kind == "quality" and d.weight > 0 for d in dims.values()):
         raise RubricError(f"rubric {path}: at least one quality dimension needs a positive weight")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]

@@ -77,9 +77,15 @@ def trajectory_from_completion(completion, task_id: str | None = None) -> dict:
             turns.append({"command": str(pending), "timed_out": False})
     last = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "assistant"), "")
     answer = parse_final_answer(last)
-    return {"id": task_id or "completion", "task_id": task_id, "messages": messages, "turns": turns,
-            "final_answer": answer, "termination": "final_answer" if answer is not None else "turn_limit",
-            "notes": []}  # fmt: skip
+    return {
+        "id": task_id or "completion",
+        "task_id": task_id,
+        "messages": messages,
+        "turns": turns,
+        "final_answer": answer,
+        "termination": "final_answer" if answer is not None else "turn_limit",
+        "notes": [],
+    }
 
 
 class Scorer:
@@ -153,8 +159,9 @@ class Scorer:
             "schema": SCHEMA,
             "trajectory_id": trajectory.get("id"),
             "task_id": task.id,
-            "dimensions": {} if not use_judge else {
-                n: {"score": judged.scores[n], "reason": judged.reasons.get(n, "")} for n in judged.scores},
+            "dimensions": {}
+            if not use_judge
+            else {n: {"score": judged.scores[n], "reason": judged.reasons.get(n, "")} for n in judged.scores},
             "judge_score": judged.score if use_judge else None,
             "judge_unparseable": bool(judged and judged.unparseable),
             "fact_precision": round(fc.precision, 4),
@@ -167,7 +174,7 @@ class Scorer:
             "form": round(form, 4),
             "reward": round(reward, 4),
             "judge": self.judge.identity if self.judge else None,
-        }  # fmt: skip
+        }
 
     # -- batches -----------------------------------------------------------------------------------------
     def score(self, trajectories: list[dict]) -> list[dict]:
@@ -179,8 +186,9 @@ class Scorer:
                     groups[t.get("task_id")].append(i)
                 for task_id, members in groups.items():
                     task = self.tasks[task_id]
-                    results = self.judge.score_group(task.query, self.references.get(task_id),
-                                                     [trajectories[i] for i in members])  # fmt: skip
+                    results = self.judge.score_group(
+                        task.query, self.references.get(task_id), [trajectories[i] for i in members]
+                    )
                     for i, r in zip(members, results, strict=True):
                         judged[i] = r
             else:

@@ -113,11 +113,14 @@ def validity_report(
         by_kind[kind][0] += diff > 0
         by_kind[kind][1] += 1
     report = {
-        "fact_checker": {"accuracy": round(sum(d > 0 for d in fc_diff) / len(pairs), 4), "n": len(pairs),
-                         "by_corruption": {k: round(v[0] / v[1], 4) for k, v in sorted(by_kind.items())}},
+        "fact_checker": {
+            "accuracy": round(sum(d > 0 for d in fc_diff) / len(pairs), 4),
+            "n": len(pairs),
+            "by_corruption": {k: round(v[0] / v[1], 4) for k, v in sorted(by_kind.items())},
+        },
         "llm_judge": {"accuracy": None, "n": 0, "model": None},
         "agreement": None,
-    }  # fmt: skip
+    }
     if judge is not None:
         chosen = list(range(len(pairs)))
         random.Random(seed).shuffle(chosen)
@@ -138,8 +141,13 @@ def validity_report(
                 llm = _sign(good.score - bad.score)
             right += llm > 0
             agree += llm == _sign(fc_diff[i])
-        report["llm_judge"] = {"accuracy": round(right / len(chosen), 4), "n": len(chosen), "model": judge.model,
-                               "unparseable_pairs": unparseable, "cache_hits": judge.hits}  # fmt: skip
+        report["llm_judge"] = {
+            "accuracy": round(right / len(chosen), 4),
+            "n": len(chosen),
+            "model": judge.model,
+            "unparseable_pairs": unparseable,
+            "cache_hits": judge.hits,
+        }
         report["agreement"] = round(agree / len(chosen), 4)
     if note:
         report["note"] = note

@@ -80,8 +80,10 @@ def _message_of(response) -> dict:
             for c in message.tool_calls
         ]
     if getattr(response, "usage", None):
-        reply["usage"] = {"prompt_tokens": response.usage.prompt_tokens,
-                          "completion_tokens": response.usage.completion_tokens}  # fmt: skip
+        reply["usage"] = {
+            "prompt_tokens": response.usage.prompt_tokens,
+            "completion_tokens": response.usage.completion_tokens,
+        }
     return reply
 
 
@@ -109,15 +111,18 @@ class OpenAIPolicy:
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if self.base_url.startswith(OPENAI_URL):
-                raise PolicyError(f"no API key for {self.base_url}: set OPENAI_API_KEY, or put the key in a "
-                                  "variable and pass its name with --api-key-env NAME")  # fmt: skip
+                raise PolicyError(
+                    f"no API key for {self.base_url}: set OPENAI_API_KEY, or put the key in a "
+                    "variable and pass its name with --api-key-env NAME"
+                )
             key = "EMPTY"  # local servers such as `vllm serve` accept any key
         self.temperature, self.max_tokens = temperature, max_tokens
         self.max_retries, self.timeout_s, self.backoff_s = max_retries, timeout_s, backoff_s
         self._seen = threading.local()  # the retry number of this thread's latest request (the SDK's header)
         http = openai.DefaultHttpxClient(event_hooks={"request": [self._on_request]})
-        self.client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout_s,
-                                    http_client=http)  # fmt: skip
+        self.client = openai.OpenAI(
+            base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout_s, http_client=http
+        )
         self.tool_choice = tool_choice  # "auto" (the server's default), "required" or one named function
         self.seed = seed  # sampling seed, for servers that honour it (vLLM does)
         self._errors = openai
@@ -130,8 +135,12 @@ class OpenAIPolicy:
 
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
         errors = self._errors
-        request = {"model": self.model, "messages": messages, "temperature": self.temperature,
-                   "max_tokens": self.max_tokens}  # fmt: skip
+        request = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
         if self.seed is not None:
             request["seed"] = self.seed
         if tools:
@@ -150,12 +159,16 @@ class OpenAIPolicy:
                 problem = str(err) if isinstance(err, MalformedReply) else f"malformed JSON ({err})"
             except errors.APITimeoutError as err:
                 used += self._seen.retry
-                raise PolicyError(f"endpoint {self.base_url} did not answer within {self.timeout_s:g} s "
-                                  f"({used} retries); {self._fix()}", used) from err  # fmt: skip
+                raise PolicyError(
+                    f"endpoint {self.base_url} did not answer within {self.timeout_s:g} s "
+                    f"({used} retries); {self._fix()}",
+                    used,
+                ) from err
             except errors.APIConnectionError as err:
                 used += self._seen.retry
-                raise PolicyError(f"endpoint {self.base_url} is unreachable ({used} retries): {err}; {self._fix()}",
-                                  used) from err  # fmt: skip
+                raise PolicyError(
+                    f"endpoint {self.base_url} is unreachable ({used} retries): {err}; {self._fix()}", used
+                ) from err
             except errors.AuthenticationError as err:
                 raise PolicyError(f"endpoint {self.base_url} rejected the API key: {err}", used) from err
             except errors.NotFoundError as err:
@@ -164,14 +177,19 @@ class OpenAIPolicy:
                 ) from err
             except errors.APIStatusError as err:
                 used += self._seen.retry
-                raise PolicyError(f"endpoint {self.base_url} failed with HTTP {err.status_code} after {used} "
-                                  f"retries: {err.message}; {self._fix()}", used) from err  # fmt: skip
+                raise PolicyError(
+                    f"endpoint {self.base_url} failed with HTTP {err.status_code} after {used} "
+                    f"retries: {err.message}; {self._fix()}",
+                    used,
+                ) from err
             else:
                 reply["retries"] = used
                 return reply
             if used >= self.max_retries:
-                message = (f"endpoint {self.base_url} sent {problem} after {used} retries; it is not an "
-                           "OpenAI-compatible chat endpoint, or a proxy in front of it failed")  # fmt: skip
+                message = (
+                    f"endpoint {self.base_url} sent {problem} after {used} retries; it is not an "
+                    "OpenAI-compatible chat endpoint, or a proxy in front of it failed"
+                )
                 raise PolicyError(message, used)
             delay = min(self.backoff_s * 2**used, MAX_BACKOFF_S)
             used += 1

@@ -74,9 +74,22 @@ def vllm_server(
         check_port_free(port)
     env = {**os.environ}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-           "--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port),
-           "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--served-model-name",
+        served_name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "hermes",
+    ]
     if max_model_len is not None:
         cmd += ["--max-model-len", str(max_model_len)]
     if chat_template is not None:

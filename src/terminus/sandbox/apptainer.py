@@ -37,14 +37,24 @@ class ApptainerSandbox(ProcessSandbox):
 
     def argv(self) -> list[str]:
         argv = [
-            apptainer_path() or "apptainer", "exec",
-            "--contain", "--cleanenv", "--writable-tmpfs", "--pid", "--no-home",
-            "--home", f"{self.ws.home}:/home/sandbox",
-            "--bind", f"{self.ws.repo}:{WORKSPACE}",
-            "--bind", f"{self.ws.state}:{STATE}",
-            "--bind", f"{self.ws.tmp}:/tmp",
-            "--pwd", WORKSPACE,
-        ]  # fmt: skip
+            apptainer_path() or "apptainer",
+            "exec",
+            "--contain",
+            "--cleanenv",
+            "--writable-tmpfs",
+            "--pid",
+            "--no-home",
+            "--home",
+            f"{self.ws.home}:/home/sandbox",
+            "--bind",
+            f"{self.ws.repo}:{WORKSPACE}",
+            "--bind",
+            f"{self.ws.state}:{STATE}",
+            "--bind",
+            f"{self.ws.tmp}:/tmp",
+            "--pwd",
+            WORKSPACE,
+        ]
         if not self.network:
             argv += ["--net", "--network", "none"]
         # --cleanenv drops the host environment; pass ours explicitly.

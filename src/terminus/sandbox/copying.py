@@ -28,18 +28,26 @@ def git_listing(source: Path) -> list[str] | None:
     if shutil.which("git") is None:
         return None
     try:
-        inside = subprocess.run(["git", "-C", str(source), "rev-parse", "--is-inside-work-tree"],
-                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        inside = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "--is-inside-work-tree"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if inside.returncode != 0 or inside.stdout.strip() != "true":
             return None
         # A folder the enclosing repository ignores (a task snapshot under results/) is data, not part of that
         # repository: git would list nothing in it, so it is copied whole.
-        ignored = subprocess.run(["git", "-C", str(source), "check-ignore", "-q", "."], capture_output=True,
-                                 timeout=60)  # fmt: skip
+        ignored = subprocess.run(
+            ["git", "-C", str(source), "check-ignore", "-q", "."], capture_output=True, timeout=60
+        )
         if ignored.returncode == 0:
             return None
-        listed = subprocess.run(["git", "-C", str(source), "ls-files", "-z", "--cached", "--others",
-                                 "--exclude-standard"], capture_output=True, timeout=300)  # fmt: skip
+        listed = subprocess.run(
+            ["git", "-C", str(source), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            timeout=300,
+        )
     except (OSError, subprocess.TimeoutExpired) as err:
         log.warning("git could not list %s (%s); copying every file", source, err)
         return None
@@ -92,8 +100,12 @@ def copy_repository(source: Path, dest: Path, mode: str = "git") -> list[str]:
     for rel in sorted({e for e in entries if (source / e).is_dir() and not (source / e).is_symlink()}):
         shutil.copystat(source / rel, dest / rel, follow_symlinks=False)  # after the files: mtimes stay
     if skipped:
-        log.warning("%s: skipped %d special files (pipes, sockets, devices): %s", source, len(skipped),
-                    ", ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else ""))  # fmt: skip
+        log.warning(
+            "%s: skipped %d special files (pipes, sockets, devices): %s",
+            source,
+            len(skipped),
+            ", ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else ""),
+        )
     return skipped
 
 

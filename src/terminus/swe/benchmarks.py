@@ -50,8 +50,9 @@ def _with_run_scripts(cfg: dict, row: dict) -> tuple[dict, tuple[str, str] | Non
         return cfg, None
     scripts = Path(folder).expanduser() / str(row.get("instance_id"))
     if not (scripts / "run_script.sh").is_file() or not (scripts / "parser.py").is_file():
-        log.warning("%s: no run_script.sh/parser.py under %s; using the per-language command", row.get("instance_id"),
-                    scripts)  # fmt: skip
+        log.warning(
+            "%s: no run_script.sh/parser.py under %s; using the per-language command", row.get("instance_id"), scripts
+        )
         return cfg, None
     texts = ((scripts / "run_script.sh").read_text(), (scripts / "parser.py").read_text())
     return {**cfg, "test_cmd": "bash run_script.sh {test_files_csv}", "log_parser": "pro-json"}, texts
@@ -122,5 +123,6 @@ def dockerfile(inst: RepairInstance, cfg: dict) -> str:
     if not build:
         raise DatasetError(f"benchmark {cfg.get('name')} has no image_build section")
     values = {k: v for k, v in build.items() if k != "dockerfile"}
-    return build["dockerfile"].format(repo=inst.repo, base_commit=inst.base_commit, instance_id=inst.instance_id,
-                                      **values)  # fmt: skip
+    return build["dockerfile"].format(
+        repo=inst.repo, base_commit=inst.base_commit, instance_id=inst.instance_id, **values
+    )

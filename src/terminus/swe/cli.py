@@ -26,8 +26,9 @@ def _instances(dataset: str | None, benchmark: str | None, split: str | None, id
     if not dataset and not benchmark:
         _fail("give --dataset (a JSONL/JSON/CSV file or a hub id) or --benchmark")
     try:
-        return load_instances(benchmark, dataset=dataset, split=split,
-                              ids=[i for i in (ids or "").split(",") if i] or None)  # fmt: skip
+        return load_instances(
+            benchmark, dataset=dataset, split=split, ids=[i for i in (ids or "").split(",") if i] or None
+        )
     except (DatasetError, ValueError) as err:
         _fail(str(err))
 
@@ -72,8 +73,9 @@ def grade_command(
         _fail(f"{predictions}: {len(unknown)} predictions name no instance of the dataset, e.g. {unknown[0]}")
     todo = [by_id[i] for i in patches if not instance_ids or i in by_id]
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        results = list(pool.map(lambda inst: grade_patch(inst, patches[inst.instance_id], sandbox, options=options),
-                                todo))  # fmt: skip
+        results = list(
+            pool.map(lambda inst: grade_patch(inst, patches[inst.instance_id], sandbox, options=options), todo)
+        )
     report = {r.instance_id: r.report() for r in results}
     write_text_atomic(out, json.dumps(report, indent=1, sort_keys=True) + "\n")
     if logs:
@@ -178,5 +180,7 @@ def select_command(
     write_text_atomic(out, "".join(json.dumps(r, default=str, sort_keys=True) + "\n" for r in chosen))
     write_text_atomic(out.with_suffix(".splits.json"), json.dumps(splits, indent=1, sort_keys=True) + "\n")
     languages = Counter(str(r.get("language")) for r in chosen)
-    typer.echo(f"{len(chosen)} instances from {len(splits)} repositories ({dict(languages)}); "
-               f"splits by repository {dict(Counter(splits.values()))}; wrote {out}")  # fmt: skip
+    typer.echo(
+        f"{len(chosen)} instances from {len(splits)} repositories ({dict(languages)}); "
+        f"splits by repository {dict(Counter(splits.values()))}; wrote {out}"
+    )

@@ -30,13 +30,19 @@ from terminus.tasks.record import Task
 COMPILED = {"go", "rust", "java", "kotlin", "scala", "csharp", "c#", "c", "cpp", "c++", "typescript", "ts"}
 _MANIFESTS = {
     "requirements": (re.compile(r"(^|/)requirements[^/]*\.txt$"), re.compile(r"^\+\s*([A-Za-z0-9][\w.\-]*)"), "pip"),
-    "pyproject": (re.compile(r"(^|/)pyproject\.toml$"), re.compile(r"^\+\s*\"([A-Za-z0-9][\w.\-]*)[\s<>=~!;\[\"]"),
-                  "pip"),
-    "package.json": (re.compile(r"(^|/)package\.json$"), re.compile(r"^\+\s*\"(@?[\w.\-/]+)\"\s*:\s*\"[\^~<>=]?\d"),
-                     "npm"),
+    "pyproject": (
+        re.compile(r"(^|/)pyproject\.toml$"),
+        re.compile(r"^\+\s*\"([A-Za-z0-9][\w.\-]*)[\s<>=~!;\[\"]"),
+        "pip",
+    ),
+    "package.json": (
+        re.compile(r"(^|/)package\.json$"),
+        re.compile(r"^\+\s*\"(@?[\w.\-/]+)\"\s*:\s*\"[\^~<>=]?\d"),
+        "npm",
+    ),
     "go.mod": (re.compile(r"(^|/)go\.mod$"), re.compile(r"^\+\s*(?:require\s+)?([\w.\-]+\.[\w.\-/]+)\s+v\d"), "go"),
     "cargo": (re.compile(r"(^|/)Cargo\.toml$"), re.compile(r"^\+\s*([A-Za-z0-9_\-]+)\s*=\s*[\"{]"), "cargo"),
-}  # fmt: skip
+}
 _FIX = {"pip": "pip install {p}", "npm": "npm install {p}", "go": "go get {p}", "cargo": "cargo add {p}"}
 
 
@@ -78,8 +84,13 @@ def _facts(inst: RepairInstance, observed: dict | None) -> dict:
         failing = sorted(t for t, s in statuses.items() if s not in PASSING and s != "SKIPPED")
         passed = sum(1 for s in statuses.values() if s in PASSING)
         return {"tests": {"passed": passed, "failed": len(failing), "failing": failing}}
-    return {"tests": {"passed": len(inst.pass_to_pass), "failed": len(inst.fail_to_pass),
-                      "failing": list(inst.fail_to_pass)}}  # fmt: skip
+    return {
+        "tests": {
+            "passed": len(inst.pass_to_pass),
+            "failed": len(inst.fail_to_pass),
+            "failing": list(inst.fail_to_pass),
+        }
+    }
 
 
 def _build_facts(inst: RepairInstance, observed: dict | None) -> dict | None:
@@ -125,10 +136,16 @@ def tasks_for(inst: RepairInstance, tasks_file: Path, observed: dict | None = No
         workspace = f"repos/{base}"
     else:
         setup = [*inst.pre_test, *setup_tests_commands(inst, inst.workdir or "/"), f"cd {inst.workdir or '/'}"]
-    meta = {"instance_id": inst.instance_id, "family": inst.family, "base_commit": inst.base_commit,
-            "test_cmd": inst.test_cmd, "log_parser": inst.log_parser, "fix_locations": fix_locations(inst.gold_patch),
-            "facts_from": "observed run" if observed else "dataset FAIL_TO_PASS/PASS_TO_PASS",
-            "test_files": patch_files(inst.test_patch)[0] + patch_files(inst.test_patch)[1]}  # fmt: skip
+    meta = {
+        "instance_id": inst.instance_id,
+        "family": inst.family,
+        "base_commit": inst.base_commit,
+        "test_cmd": inst.test_cmd,
+        "log_parser": inst.log_parser,
+        "fix_locations": fix_locations(inst.gold_patch),
+        "facts_from": "observed run" if observed else "dataset FAIL_TO_PASS/PASS_TO_PASS",
+        "test_files": patch_files(inst.test_patch)[0] + patch_files(inst.test_patch)[1],
+    }
     facts = _facts(inst, observed)
     kinds: list[tuple[str, dict]] = [("test-execution", facts), ("error-diagnosis", facts)]
     if dep := added_dependency(inst.gold_patch):
@@ -138,10 +155,23 @@ def tasks_for(inst: RepairInstance, tasks_file: Path, observed: dict | None = No
     tasks = []
     for task_type, task_facts in kinds:
         rng = random.Random(f"{seed}/{base}/{task_type}")
-        tasks.append(Task(id=f"{base}-{SHORT[task_type]}", language=inst.language, source="manifest", repo=inst.repo,
-                          task_type=task_type, query=_query(task_type, inst, rng), facts=task_facts,
-                          description=inst.problem_statement[:2000], workspace=workspace, image=image, setup=setup,
-                          variant=inst.family, meta=meta))  # fmt: skip
+        tasks.append(
+            Task(
+                id=f"{base}-{SHORT[task_type]}",
+                language=inst.language,
+                source="manifest",
+                repo=inst.repo,
+                task_type=task_type,
+                query=_query(task_type, inst, rng),
+                facts=task_facts,
+                description=inst.problem_statement[:2000],
+                workspace=workspace,
+                image=image,
+                setup=setup,
+                variant=inst.family,
+                meta=meta,
+            )
+        )
     return tasks
 
 
@@ -202,8 +232,9 @@ def build_swe_corpus(
     instances = instances_from_rows(chosen, cfg, base_dir)
     report: dict = {"instances": len(instances), "kept": len(instances), "dropped": 0, "observed": {}}
     if swe_cfg.get("validate", True):
-        instances, report = validate_instances(instances, backend, options=options,
-                                               concurrency=swe_cfg.get("concurrency", 2))  # fmt: skip
+        instances, report = validate_instances(
+            instances, backend, options=options, concurrency=swe_cfg.get("concurrency", 2)
+        )
     write_text_atomic(out.with_suffix(".validation.json"), json.dumps(report, indent=1, default=str) + "\n")
     tasks = [t for inst in instances for t in tasks_for(inst, out, report["observed"].get(inst.instance_id), seed)]
     write_tasks(out, sorted(tasks, key=lambda t: t.id))

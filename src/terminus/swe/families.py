@@ -198,8 +198,10 @@ def to_instance(row: dict, bench: dict | None = None, *, base_dir: Path | None =
     if repo_path and base_dir is not None and not Path(repo_path).is_absolute():
         repo_path = str((base_dir / repo_path).resolve())
     if not test_cmd or not parser:
-        raise DatasetError(f"row {iid}: no test command or log parser for {repo} ({language or 'unknown language'}); "
-                           "set test_cmd/log_parser in the benchmark config or on the row")  # fmt: skip
+        raise DatasetError(
+            f"row {iid}: no test command or log parser for {repo} ({language or 'unknown language'}); "
+            "set test_cmd/log_parser in the benchmark config or on the row"
+        )
     resolve(parser)  # an unknown parser is an error now, not at grading time
     if not repo_path and not image:
         raise DatasetError(f"row {iid}: neither an image nor a local repo_path to run it in")
@@ -229,8 +231,9 @@ def to_instance(row: dict, bench: dict | None = None, *, base_dir: Path | None =
 def _meta(row: dict, selected: list[str]) -> dict:
     keys = ("version", "created_at", "difficulty", "dockerhub_tag", "issue_categories")
     # datasets' JSON loader turns ISO dates into datetimes; the record stays JSON.
-    meta = {k: row[k].isoformat() if hasattr(row[k], "isoformat") else row[k]
-            for k in keys if row.get(k) not in (None, "")}  # fmt: skip
+    meta = {
+        k: row[k].isoformat() if hasattr(row[k], "isoformat") else row[k] for k in keys if row.get(k) not in (None, "")
+    }
     if selected:
         meta["selected"] = ",".join(selected)
     return meta

@@ -112,8 +112,10 @@ def instance_sandbox(
             shutil.rmtree(scratch, ignore_errors=True)
     else:
         if backend not in ("docker", "apptainer"):
-            raise GradeError(f"{inst.instance_id} runs in image {inst.image}: use --sandbox docker or apptainer "
-                             "(local and bwrap need a row with repo_path)")  # fmt: skip
+            raise GradeError(
+                f"{inst.instance_id} runs in image {inst.image}: use --sandbox docker or apptainer "
+                "(local and bwrap need a row with repo_path)"
+            )
         with make_sandbox(backend, None, limits or LIMITS, **options) as box:
             yield box, shlex.quote(inst.workdir or "/")
 
@@ -134,8 +136,10 @@ def _stage(name: str, text: str) -> str:
 
 def apply_command(patch: str, workdir: str, name: str = "terminus-model.diff") -> str:
     target = f'"${{TMPDIR:-/tmp}}/{name}"'
-    return (f"cd {workdir} && {_stage(name, patch)} && "
-            f"{{ git apply -v --whitespace=nowarn {target} || patch --batch --fuzz=5 -p1 -i {target}; }}")  # fmt: skip
+    return (
+        f"cd {workdir} && {_stage(name, patch)} && "
+        f"{{ git apply -v --whitespace=nowarn {target} || patch --batch --fuzz=5 -p1 -i {target}; }}"
+    )
 
 
 def patch_files(patch: str) -> tuple[list[str], list[str]]:
@@ -169,10 +173,12 @@ def tests_command(inst: RepairInstance, workdir: str) -> str:
     prelude = "".join(f"{c} ; " for c in inst.pre_test)
     if inst.run_script and inst.parser_script:  # SWE-Bench Pro's official scripts decide the statuses
         t = '"${TMPDIR:-/tmp}"'
-        run = (f"{_stage('run_script.sh', inst.run_script)} && {_stage('parser.py', inst.parser_script)} && "
-               f"cd {workdir} && {{ {prelude}bash {t}/run_script.sh {shlex.quote(inst.meta.get('selected', ''))} "
-               f"> {t}/stdout.log 2> {t}/stderr.log ; python3 {t}/parser.py {t}/stdout.log {t}/stderr.log "
-               f"{t}/output.json ; echo '{START}' ; cat {t}/output.json ; echo '{END}' ; }} > {out} 2>&1")  # fmt: skip
+        run = (
+            f"{_stage('run_script.sh', inst.run_script)} && {_stage('parser.py', inst.parser_script)} && "
+            f"cd {workdir} && {{ {prelude}bash {t}/run_script.sh {shlex.quote(inst.meta.get('selected', ''))} "
+            f"> {t}/stdout.log 2> {t}/stderr.log ; python3 {t}/parser.py {t}/stdout.log {t}/stderr.log "
+            f"{t}/output.json ; echo '{START}' ; cat {t}/output.json ; echo '{END}' ; }} > {out} 2>&1"
+        )
         return run
     return f"cd {workdir} && {{ {prelude}echo '{START}' ; {inst.test_cmd} ; echo '{END}' ; }} > {out} 2>&1"
 
@@ -262,8 +268,14 @@ def patch_from_tree(tree: Path, base_commit: str) -> str:
             done = subprocess.run(["git", *args], cwd=tree, env=env, capture_output=True, text=True, timeout=600)
             if done.returncode != 0:
                 raise GradeError(f"`git {' '.join(args)}` in {tree} failed: {done.stderr.strip()[-300:]}")
-        done = subprocess.run(["git", "diff", "--cached", "--binary", base_commit], cwd=tree, env=env,
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        done = subprocess.run(
+            ["git", "diff", "--cached", "--binary", base_commit],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if done.returncode != 0:
             raise GradeError(f"`git diff` in {tree} failed: {done.stderr.strip()[-300:]}")
         return done.stdout
@@ -272,8 +284,10 @@ def patch_from_tree(tree: Path, base_commit: str) -> str:
 def patch_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> str:
     """What was edited inside a sandbox (e.g. by the main agent in the instance's image), as a patch."""
     name = "terminus-agent.diff"
-    command = (f'cd {workdir} && git add -A && git diff --cached --binary {shlex.quote(inst.base_commit)} '
-               f'> "${{TMPDIR:-/tmp}}/{name}"')  # fmt: skip
+    command = (
+        f"cd {workdir} && git add -A && git diff --cached --binary {shlex.quote(inst.base_commit)} "
+        f'> "${{TMPDIR:-/tmp}}/{name}"'
+    )
     done = box.run(command, 300)
     if done.exit_code != 0:
         raise GradeError(f"{inst.instance_id}: cannot read the edits: {done.output.strip()[-300:]}")

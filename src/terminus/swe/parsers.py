@@ -143,8 +143,16 @@ def parse_cargo(log: str) -> dict[str, str]:
 
 # -- TRX (Visual Studio test results, dotnet test --logger trx) ----------------------------------------
 _TRX_BLOCK = re.compile(r"<TestRun\b.*?</TestRun>", re.S)
-_TRX_OUTCOME = {"Passed": PASSED, "Failed": FAILED, "NotExecuted": SKIPPED, "Error": ERROR, "Timeout": FAILED,
-                "Aborted": ERROR, "Inconclusive": SKIPPED, "PassedButRunAborted": PASSED}  # fmt: skip
+_TRX_OUTCOME = {
+    "Passed": PASSED,
+    "Failed": FAILED,
+    "NotExecuted": SKIPPED,
+    "Error": ERROR,
+    "Timeout": FAILED,
+    "Aborted": ERROR,
+    "Inconclusive": SKIPPED,
+    "PassedButRunAborted": PASSED,
+}
 
 
 def _local(tag: str) -> str:
@@ -230,14 +238,29 @@ PARSERS: dict[str, Callable[[str], dict[str, str]]] = {
 }
 # The names the datasets use (SWE-bench's parse_log_*, SWE-rebench-V2's install_config.log_parser).
 ALIASES = {
-    "go test": "gotest", "go_test": "gotest", "go": "gotest", "node-test": "node", "node --test": "node",
-    "dotnet": "trx", "vitest": "jest",
-    "parse_log_pytest": "pytest", "parse_log_pytest_v2": "pytest", "parse_log_pytest_options": "pytest",
-    "parse_log_gotest": "gotest", "parse_log_go_test": "gotest", "parse_log_jest": "jest",
-    "parse_log_mocha": "mocha", "parse_log_tap": "tap", "parse_log_node": "node", "parse_log_cargo": "cargo",
-    "parse_log_trx": "trx", "parse_log_dotnet": "trx", "parse_log_vitest": "jest", "parse_log_django": "django",
+    "go test": "gotest",
+    "go_test": "gotest",
+    "go": "gotest",
+    "node-test": "node",
+    "node --test": "node",
+    "dotnet": "trx",
+    "vitest": "jest",
+    "parse_log_pytest": "pytest",
+    "parse_log_pytest_v2": "pytest",
+    "parse_log_pytest_options": "pytest",
+    "parse_log_gotest": "gotest",
+    "parse_log_go_test": "gotest",
+    "parse_log_jest": "jest",
+    "parse_log_mocha": "mocha",
+    "parse_log_tap": "tap",
+    "parse_log_node": "node",
+    "parse_log_cargo": "cargo",
+    "parse_log_trx": "trx",
+    "parse_log_dotnet": "trx",
+    "parse_log_vitest": "jest",
+    "parse_log_django": "django",
     "parse_log_sympy": "sympy",
-}  # fmt: skip
+}
 
 
 def resolve(name: str) -> Callable[[str], dict[str, str]]:

@@ -31,8 +31,9 @@ def write_predictions(records: list[dict], path: Path | str, fmt: str = "swebenc
         model = str(record.get("model_name_or_path", record.get("prefix")) or "")
         entries.append((str(record["instance_id"]), model, str(patch)))
     if fmt == "swebench":
-        text = "".join(json.dumps({"instance_id": i, "model_name_or_path": m, "model_patch": p}) + "\n"
-                       for i, m, p in entries)  # fmt: skip
+        text = "".join(
+            json.dumps({"instance_id": i, "model_name_or_path": m, "model_patch": p}) + "\n" for i, m, p in entries
+        )
     else:
         text = json.dumps([{"instance_id": i, "patch": p, "prefix": m} for i, m, p in entries], indent=1) + "\n"
     write_text_atomic(path, text)

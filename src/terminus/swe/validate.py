@@ -16,8 +16,13 @@ from terminus.swe.record import GradeResult, RepairInstance
 log = logging.getLogger(__name__)
 
 
-def check_instance(inst: RepairInstance, backend: str | None, options: dict | None = None,
-                   timeout_s: float = 1800.0, limits: Limits | None = None) -> tuple[str | None, dict]:  # fmt: skip
+def check_instance(
+    inst: RepairInstance,
+    backend: str | None,
+    options: dict | None = None,
+    timeout_s: float = 1800.0,
+    limits: Limits | None = None,
+) -> tuple[str | None, dict]:
     """(why the instance is dropped, or None; what was observed). Each run is in a fresh sandbox."""
     observed: dict = {}
     try:

@@ -72,25 +72,33 @@ def _synthetic(cfg: dict, seed: int, repos_dir: Path, progress) -> list[Task]:
             for variant in cfg["variants"]:
                 if variant not in synthetic.SUPPORTED[language]:
                     continue
-                project = synthetic.generate(language, domain, variant, index, seed,
-                                             verbose_lines=cfg["verbose_lines"])  # fmt: skip
+                project = synthetic.generate(
+                    language, domain, variant, index, seed, verbose_lines=cfg["verbose_lines"]
+                )
                 snapshot = f"{language}-{project.spec.package}-{variant}"
                 project.write(repos_dir / snapshot)
                 for task_type in synthetic.TASK_TYPES[variant]:
-                    tasks.append(Task(
-                        id=f"{snapshot}-{SHORT[task_type]}",
-                        language=language,
-                        source="synthetic",
-                        repo=f"synthetic/{language}/{project.spec.package}",
-                        task_type=task_type,
-                        query="",
-                        facts=project.facts,
-                        workspace=f"repos/{snapshot}",
-                        variant=variant,
-                        meta={"domain": domain, "subfolder": project.spec.subfolder, "suites": project.spec.suites,
-                              "verbose": bool(project.spec.verbose_lines), "runner": language,
-                              **({"fix": synthetic.fix_for(project)} if variant == "fail" else {})},
-                    ))  # fmt: skip
+                    tasks.append(
+                        Task(
+                            id=f"{snapshot}-{SHORT[task_type]}",
+                            language=language,
+                            source="synthetic",
+                            repo=f"synthetic/{language}/{project.spec.package}",
+                            task_type=task_type,
+                            query="",
+                            facts=project.facts,
+                            workspace=f"repos/{snapshot}",
+                            variant=variant,
+                            meta={
+                                "domain": domain,
+                                "subfolder": project.spec.subfolder,
+                                "suites": project.spec.suites,
+                                "verbose": bool(project.spec.verbose_lines),
+                                "runner": language,
+                                **({"fix": synthetic.fix_for(project)} if variant == "fail" else {}),
+                            },
+                        )
+                    )
                 progress()
     return tasks
 
@@ -114,10 +122,23 @@ def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, bac
     for p in packages:
         name, version = p["name"], str(p["version"])
         work = repos_dir / ".registry-work" / f"{name}-{version}"
-        result = registry.mutants_for(name, version, cache=cache, workdir=work, count=cfg["mutants_per_package"],
-                                      seed=seed, max_tries=cfg["max_tries"], backend=backend)  # fmt: skip
-        report[name] = {"status": result.status, "reason": result.reason, "mutants": len(result.mutants),
-                        "dropped": result.dropped, "quarantined": result.baseline_quarantined}  # fmt: skip
+        result = registry.mutants_for(
+            name,
+            version,
+            cache=cache,
+            workdir=work,
+            count=cfg["mutants_per_package"],
+            seed=seed,
+            max_tries=cfg["max_tries"],
+            backend=backend,
+        )
+        report[name] = {
+            "status": result.status,
+            "reason": result.reason,
+            "mutants": len(result.mutants),
+            "dropped": result.dropped,
+            "quarantined": result.baseline_quarantined,
+        }
         if result.status == "unavailable":
             print(f"registry source: skipping {name}=={version}: {result.reason}")
         elif result.status != "ok":
@@ -128,19 +149,26 @@ def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, bac
             shutil.rmtree(dest, ignore_errors=True)
             (work / f"mutant-{i}").rename(dest)
             for task_type in ("test-execution", "error-diagnosis"):
-                tasks.append(Task(
-                    id=f"{snapshot}-{SHORT[task_type]}",
-                    language="python",
-                    source="registry",
-                    repo=f"pypi/{name}",
-                    task_type=task_type,
-                    query="",
-                    facts=mutant.facts,
-                    workspace=f"repos/{snapshot}",
-                    variant="mutant",
-                    meta={"package": name, "version": version, "mutation": f"{mutant.file}:{mutant.line} "
-                          f"{mutant.original} -> {mutant.replacement}", "runner": "python", "fix": mutant.fix},
-                ))  # fmt: skip
+                tasks.append(
+                    Task(
+                        id=f"{snapshot}-{SHORT[task_type]}",
+                        language="python",
+                        source="registry",
+                        repo=f"pypi/{name}",
+                        task_type=task_type,
+                        query="",
+                        facts=mutant.facts,
+                        workspace=f"repos/{snapshot}",
+                        variant="mutant",
+                        meta={
+                            "package": name,
+                            "version": version,
+                            "mutation": f"{mutant.file}:{mutant.line} {mutant.original} -> {mutant.replacement}",
+                            "runner": "python",
+                            "fix": mutant.fix,
+                        },
+                    )
+                )
         shutil.rmtree(work, ignore_errors=True)
         progress()
     shutil.rmtree(repos_dir / ".registry-work", ignore_errors=True)
@@ -153,21 +181,23 @@ def _manifests(paths: list[str], repos_dir: Path) -> list[Task]:
         for entry in manifests.load_manifest(Path(path)):
             snapshot = f"manifest-{entry['id']}"
             manifests.checkout(entry, repos_dir / snapshot, within=repos_dir)
-            tasks.append(Task(
-                id=snapshot,
-                language=entry["language"],
-                source="manifest",
-                repo=entry.get("repo_id") or entry["repo"].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"),
-                task_type=entry["task_type"],
-                query=entry.get("query", ""),
-                description=entry.get("description", ""),
-                facts=entry["facts"],
-                workspace=f"repos/{snapshot}",
-                image=entry["image"],
-                setup=list(entry.get("setup") or []),
-                variant="manifest",
-                meta={"commit": entry["commit"], "test_cmd": entry.get("test_cmd")},
-            ))  # fmt: skip
+            tasks.append(
+                Task(
+                    id=snapshot,
+                    language=entry["language"],
+                    source="manifest",
+                    repo=entry.get("repo_id") or entry["repo"].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"),
+                    task_type=entry["task_type"],
+                    query=entry.get("query", ""),
+                    description=entry.get("description", ""),
+                    facts=entry["facts"],
+                    workspace=f"repos/{snapshot}",
+                    image=entry["image"],
+                    setup=list(entry.get("setup") or []),
+                    variant="manifest",
+                    meta={"commit": entry["commit"], "test_cmd": entry.get("test_cmd")},
+                )
+            )
     return tasks
 
 
@@ -222,8 +252,9 @@ def build_corpus(config: dict, out: Path, show_progress: bool = True) -> list[Ta
             rng = random.Random(f"{seed}/{task.id}")
             task.query = make_query(task.task_type, task.language, task.facts.get("project_root", "."), rng)
             if para:
-                task.query = paraphrase(task.query, para["base_url"], para["model"],
-                                        os.environ.get(para.get("api_key_env") or "", None))  # fmt: skip
+                task.query = paraphrase(
+                    task.query, para["base_url"], para["model"], os.environ.get(para.get("api_key_env") or "", None)
+                )
     tasks.sort(key=lambda t: t.id)
     write_tasks(out, tasks)
     stats = corpus_stats(tasks)
@@ -255,26 +286,34 @@ def corpus_stats(tasks: list[Task]) -> dict:
 
 
 def format_stats(stats: dict) -> str:
-    lines = [f"{stats['tasks']} tasks from {stats['repos']} repositories",
-             "  by source: " + json.dumps(stats["by_source"]),
-             "  by language: " + json.dumps(stats["by_language"]),
-             "  by split: " + json.dumps(stats["by_split"]),
-             f"  {'task type':<16}{'ours':>6}{'share':>8}{'paper':>8}{'share':>8}"]  # fmt: skip
+    lines = [
+        f"{stats['tasks']} tasks from {stats['repos']} repositories",
+        "  by source: " + json.dumps(stats["by_source"]),
+        "  by language: " + json.dumps(stats["by_language"]),
+        "  by split: " + json.dumps(stats["by_split"]),
+        f"  {'task type':<16}{'ours':>6}{'share':>8}{'paper':>8}{'share':>8}",
+    ]
     for k, v in stats["by_type"].items():
         lines.append(f"  {k:<16}{v['ours']:>6}{v['ours_share']:>8.1%}{v['paper']:>8}{v['paper_share']:>8.1%}")
     return "\n".join(lines)
 
 
-def small_corpus(root: Path, languages: list[str], repos_per_language: int, variants: list[str],
-                 splits: dict | None = None) -> Path:  # fmt: skip
+def small_corpus(
+    root: Path, languages: list[str], repos_per_language: int, variants: list[str], splits: dict | None = None
+) -> Path:
     """A synthetic-only corpus under `root` (its config.yaml, tasks.jsonl and repos/), built through the same path
     as a run's: what benchmarks and checks run on. Returns the task file."""
     from terminus.config import load_config
 
     root = Path(root)
-    raw = {"run": "small", "tasks": {"synthetic": {"languages": languages, "repos_per_language": repos_per_language,
-                                                   "variants": variants}, "registry": {"enabled": False},
-                                     "splits": splits or {"train": 1.0, "val": 0.0, "test": 0.0}}}  # fmt: skip
+    raw = {
+        "run": "small",
+        "tasks": {
+            "synthetic": {"languages": languages, "repos_per_language": repos_per_language, "variants": variants},
+            "registry": {"enabled": False},
+            "splits": splits or {"train": 1.0, "val": 0.0, "test": 0.0},
+        },
+    }
     (root / "config.yaml").write_text(yaml.safe_dump(raw))
     build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
     return root / "tasks.jsonl"

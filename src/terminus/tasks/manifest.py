@@ -36,8 +36,20 @@ from terminus.tasks.record import TASK_TYPES
 REQUIRED = ("id", "repo", "commit", "image", "language", "task_type", "facts")
 OPTIONAL = ("setup", "test_cmd", "query", "repo_id", "description")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-TYPES = {"id": str, "repo": str, "commit": str, "image": str, "language": str, "task_type": str, "facts": dict,
-         "setup": list, "test_cmd": str, "query": str, "repo_id": str, "description": str}  # fmt: skip
+TYPES = {
+    "id": str,
+    "repo": str,
+    "commit": str,
+    "image": str,
+    "language": str,
+    "task_type": str,
+    "facts": dict,
+    "setup": list,
+    "test_cmd": str,
+    "query": str,
+    "repo_id": str,
+    "description": str,
+}
 TYPE_NAMES = {str: "a string", dict: "a mapping", list: "a list"}
 
 
@@ -85,17 +97,21 @@ def load_manifest(path: Path) -> list[dict]:
 def _check_entry(entry: dict, where: str) -> None:
     unknown = sorted(set(entry) - set(REQUIRED) - set(OPTIONAL))
     if unknown:
-        raise ManifestError(f"{where}: unknown key {', '.join(map(repr, unknown))} (allowed: "
-                            f"{', '.join(REQUIRED + OPTIONAL)})")  # fmt: skip
+        raise ManifestError(
+            f"{where}: unknown key {', '.join(map(repr, unknown))} (allowed: {', '.join(REQUIRED + OPTIONAL)})"
+        )
     for key, kind in TYPES.items():
         if key in entry and not isinstance(entry[key], kind):
-            raise ManifestError(f"{where}: {key} must be {TYPE_NAMES[kind]}, not {type(entry[key]).__name__} "
-                                f"{entry[key]!r:.60}")  # fmt: skip
+            raise ManifestError(
+                f"{where}: {key} must be {TYPE_NAMES[kind]}, not {type(entry[key]).__name__} {entry[key]!r:.60}"
+            )
     if not all(isinstance(c, str) and c.strip() for c in entry.get("setup", [])):
         raise ManifestError(f"{where}: setup must be a list of commands (non-empty strings)")
     if not SAFE_ID.match(entry["id"]):
-        raise ManifestError(f"{where}: id {entry['id']!r} may hold only letters, digits, '.', '_' and '-' and must "
-                            "start with a letter or digit (it becomes a folder name)")  # fmt: skip
+        raise ManifestError(
+            f"{where}: id {entry['id']!r} may hold only letters, digits, '.', '_' and '-' and must "
+            "start with a letter or digit (it becomes a folder name)"
+        )
 
 
 def checkout(entry: dict, dest: Path, within: Path) -> Path:
@@ -110,8 +126,10 @@ def checkout(entry: dict, dest: Path, within: Path) -> Path:
 
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    for command in (["git", "clone", "--quiet", entry["repo"], str(dest)],
-                    ["git", "-C", str(dest), "checkout", "--quiet", entry["commit"]]):  # fmt: skip
+    for command in (
+        ["git", "clone", "--quiet", entry["repo"], str(dest)],
+        ["git", "-C", str(dest), "checkout", "--quiet", entry["commit"]],
+    ):
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             raise ManifestError(f"{entry['id']}: `{' '.join(command)}` failed: {done.stderr.strip()[-300:]}")

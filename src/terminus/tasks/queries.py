@@ -20,10 +20,25 @@ COMMANDS = {
     "go": {"test": "go test ./...", "build": "go build ./..."},
 }
 
-OPENINGS = ("", "", "", "I just pulled the latest changes. ", "Before I open a PR: ", "Quick check please. ",
-            "I edited a few files. ", "CI is red on this branch. ")  # fmt: skip
-RESTRICTIONS = ("", "", "", " Do not install anything.", " Do not modify any files.",
-                " Keep it read-only: no installs, no edits.", " Don't try to fix anything, just report.")  # fmt: skip
+OPENINGS = (
+    "",
+    "",
+    "",
+    "I just pulled the latest changes. ",
+    "Before I open a PR: ",
+    "Quick check please. ",
+    "I edited a few files. ",
+    "CI is red on this branch. ",
+)
+RESTRICTIONS = (
+    "",
+    "",
+    "",
+    " Do not install anything.",
+    " Do not modify any files.",
+    " Keep it read-only: no installs, no edits.",
+    " Don't try to fix anything, just report.",
+)
 
 TEMPLATES = {
     "test-execution": (

@@ -27,10 +27,28 @@ log = logging.getLogger(__name__)
 
 JUNIT = ".terminus-junit.xml"
 PYTEST = f"python3 -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={JUNIT}"
-FLIPS = {ast.Add: "-", ast.Sub: "+", ast.Mult: "+", ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">",
-         ast.Eq: "!=", ast.NotEq: "=="}  # fmt: skip
-TOKENS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-          ast.Eq: "==", ast.NotEq: "!="}  # fmt: skip
+FLIPS = {
+    ast.Add: "-",
+    ast.Sub: "+",
+    ast.Mult: "+",
+    ast.Lt: "<=",
+    ast.LtE: "<",
+    ast.Gt: ">=",
+    ast.GtE: ">",
+    ast.Eq: "!=",
+    ast.NotEq: "==",
+}
+TOKENS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+}
 QUARANTINE = """
 
 # --- added by terminus: tests that fail before any change are quarantined, so every failure is the fault's
@@ -77,8 +95,19 @@ def download(name: str, version: str, cache: Path) -> Path:
 
     if found := cached():
         return found
-    command = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
-               "-q", "-d", str(cache), f"{name}=={version}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-binary",
+        ":all:",
+        "--no-deps",
+        "-q",
+        "-d",
+        str(cache),
+        f"{name}=={version}",
+    ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=180)
     except subprocess.TimeoutExpired:

@@ -32,17 +32,20 @@ def to_chat(trajectory: dict) -> list[dict]:
                 args = fn.get("arguments", {})
                 arguments = args if isinstance(args, str) else json.dumps(args)
                 calls.append({"type": "function", "function": {"name": fn["name"], "arguments": arguments}})
-        out.append({
-            "role": message["role"],
-            "content": message.get("content") or "",
-            "tool_calls": calls,
-            "name": message.get("name") if message["role"] == "tool" else None,
-        })  # fmt: skip
+        out.append(
+            {
+                "role": message["role"],
+                "content": message.get("content") or "",
+                "tool_calls": calls,
+                "name": message.get("name") if message["role"] == "tool" else None,
+            }
+        )
     return out
 
 
-def keep(traj: dict, task: Task, min_recall: float, min_precision: float, verdict: dict | None,
-         min_reward: float) -> tuple[bool, str]:  # fmt: skip
+def keep(
+    traj: dict, task: Task, min_recall: float, min_precision: float, verdict: dict | None, min_reward: float
+) -> tuple[bool, str]:
     if traj.get("termination") != "final_answer":
         return False, f"termination {traj.get('termination')}"
     fc = check(traj.get("final_answer"), task.facts, task.task_type, observations_of(traj["messages"]))
@@ -79,8 +82,9 @@ def build_sft_dataset(
         if task is None:
             dropped["unknown task"] += 1
             continue
-        ok, why = keep(traj, task, min_recall, min_precision, by_verdict.get(traj["id"]) if verdicts else None,
-                       min_reward)  # fmt: skip
+        ok, why = keep(
+            traj, task, min_recall, min_precision, by_verdict.get(traj["id"]) if verdicts else None, min_reward
+        )
         if not ok:
             dropped[why] += 1
             continue
@@ -88,10 +92,17 @@ def build_sft_dataset(
         if split is None:
             dropped["test split (never trained on)"] += 1
             continue
-        rows[split].append({
-            "id": traj["id"], "task_id": task.id, "language": task.language, "task_type": task.task_type,
-            "source": task.source, "messages": to_chat(traj), "tools": [TERMINAL_TOOL],
-        })  # fmt: skip
+        rows[split].append(
+            {
+                "id": traj["id"],
+                "task_id": task.id,
+                "language": task.language,
+                "task_type": task.task_type,
+                "source": task.source,
+                "messages": to_chat(traj),
+                "tools": [TERMINAL_TOOL],
+            }
+        )
         kept_tasks.append(task)
     if not rows["train"]:
         raise ValueError(f"no trajectory of {trajectories} passes the filter (dropped: {dict(dropped)})")

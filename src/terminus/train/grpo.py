@@ -180,6 +180,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
     from terminus.config import load_config
     from terminus.io import read_jsonl
     from terminus.judge.scorer import Scorer, ScorerConfig
+    from terminus.judge.setup import judge_from_config
     from terminus.tasks.record import load_tasks
 
     tasks_file = Path(resolve(script_args.tasks_file))
@@ -207,21 +208,12 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
     references = {}
     if script_args.references:
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve(script_args.references)))}
-    judge = None
-    if script_args.use_llm_judge:  # e.g. a frontier judge behind an endpoint on the cluster
-        from terminus.judge.llm import LLMJudge
-        from terminus.judge.rubric import load_rubric
-
-        endpoint = experiment["judge"].get("endpoint") or {}
-        if not endpoint:
-            raise ValueError("--use_llm_judge needs judge.endpoint in the experiment config")
-        judge = LLMJudge(
-            load_rubric(experiment["judge"]["rubric"]),
-            endpoint["model"],
-            endpoint.get("base_url"),
-            endpoint.get("api_key_env"),
-            cache_dir=Path(training_args.output_dir) / "judge-cache",
-        )
+    if script_args.use_llm_judge and not (experiment["judge"].get("endpoint") or experiment["judge"].get("serve")):
+        raise ValueError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
+    # the same judge as `terminus judge` and `eval` build (prompts, concurrency, limits, a served model's cache key)
+    stack = contextlib.ExitStack()
+    judge = stack.enter_context(judge_from_config(experiment, Path(training_args.output_dir) / "judge-cache",
+                                                  no_llm=not script_args.use_llm_judge))  # fmt: skip
     scorer = Scorer(
         tasks=task_map,
         judge=judge,
@@ -243,7 +235,8 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
         rollout_func=make_rollout(task_map, tasks_file, script_args),
         callbacks=[MetricsJsonl(Path(training_args.output_dir) / "metrics.jsonl")],
     )
-    return train_and_save(trainer, tokenizer, training_args, model_args)
+    with stack:
+        return train_and_save(trainer, tokenizer, training_args, model_args)
 
 
 def parse(argv: list[str]):

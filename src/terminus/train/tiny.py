@@ -13,8 +13,19 @@ ROOT = Path(__file__).resolve().parents[3]
 CHAT_TEMPLATE = ROOT / "configs" / "agent" / "chat_template.jinja"
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # Ordinary (non-special) tokens: vLLM strips special tokens before its tool parser sees the text.
-MARKUP = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<final_answer>", "</final_answer>",
-          "<think>", "</think>", "Command:", "Summary:", '{"name": "run_in_terminal", "arguments": ']  # fmt: skip
+MARKUP = [
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<final_answer>",
+    "</final_answer>",
+    "<think>",
+    "</think>",
+    "Command:",
+    "Summary:",
+    '{"name": "run_in_terminal", "arguments": ',
+]
 
 
 def _seed_corpus() -> list[str]:

@@ -1,0 +1,65 @@
+"""The `terminus` command: one subcommand per stage, plus `exec`, `mcp`, `serve` and `swe`. The commands only parse
+and dispatch; each stage's logic lives in its room. They are grouped by stage in this package's modules."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from terminus.cli_support import OneLineErrors
+from terminus.errors import set_debug
+from terminus.sandbox import BACKENDS
+from terminus.swe.cli import app as swe_app
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, cls=OneLineErrors)
+app.add_typer(swe_app, name="swe", help="SWE-bench-family instances: grade, validate, corpus tasks.")
+tasks_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build and validate the task corpus.")
+app.add_typer(tasks_app, name="tasks")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="Tracebacks for errors too (or TERMINUS_DEBUG=1).")):
+    set_debug(debug)
+
+
+def _config(path: Path | None) -> dict:
+    from terminus.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(path)
+    except ConfigError as err:
+        _fail(str(err))
+    from terminus.sandbox.docker import IMAGE_VAR
+
+    if cfg.get("sandbox_image"):  # every sandbox this process makes (threads and all) takes it from here
+        os.environ[IMAGE_VAR] = cfg["sandbox_image"]
+    return cfg
+
+
+def _sandbox(sandbox: str | None, config: Path | None) -> str | None:
+    """--sandbox when given, else the config's `sandbox` (when --config is given), else the default backend."""
+    if sandbox and sandbox not in BACKENDS:
+        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    if sandbox or config is None:
+        return sandbox
+    return _config(config).get("sandbox")
+
+
+# The commands, registered on `app` as their modules are imported.
+from terminus.cli import agent, corpus, evaluation, judging, training  # noqa: E402, F401
+from terminus.hosting import mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
+
+app.command("mcp")(mcp_command)
+app.command("serve")(serve_command)
+
+
+def main() -> None:  # pragma: no cover
+    sys.exit(app())

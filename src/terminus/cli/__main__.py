@@ -1,0 +1,5 @@
+"""`python -m terminus.cli`: the `terminus` command."""
+
+from terminus.cli import main
+
+main()

@@ -1,0 +1,141 @@
+"""`tasks build`, `tasks validate`, `collect`, `sft-data`: the corpus, the teacher's rollouts, the SFT data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from terminus.cli import BACKENDS, _config, _fail, _sandbox, app, tasks_app
+from terminus.cli_support import (
+    FORCE_HELP,
+    REQUEST_TIMEOUT_HELP,
+    RETRIES_HELP,
+    RETRY_FAILED_HELP,
+    endpoint_options,
+    outcome_line,
+)
+
+
+@tasks_app.command("build")
+def tasks_build(
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (smoke default)."),
+    out: Path = typer.Option(..., help="Task file to write (JSON lines); snapshots go to repos/ next to it."),
+    quiet: bool = typer.Option(False, help="No progress bar."),
+) -> None:
+    """Build the corpus: synthetic projects, registry mutants, manifests; queries; splits by repository."""
+    from terminus.tasks.build import CorpusError, build_corpus, corpus_stats, format_stats
+    from terminus.tasks.manifest import ManifestError
+
+    cfg = _config(config)
+    try:
+        tasks = build_corpus(cfg, out, show_progress=not quiet)
+    except (CorpusError, ManifestError, ValueError) as err:
+        _fail(str(err))
+    typer.echo(format_stats(corpus_stats(tasks)))
+    typer.echo(f"wrote {out}")
+
+
+@tasks_app.command("validate")
+def tasks_validate(
+    tasks: Path = typer.Option(..., help="Task file from `terminus tasks build`."),
+    out: Path = typer.Option(..., help="Task file of the tasks whose ground truth the expert reproduces."),
+    report: Path = typer.Option(None, help="Report JSON (default: <out>.validation.json)."),
+    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
+    concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
+    config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),
+    quiet: bool = typer.Option(False, help="No progress bar."),
+    force: bool = typer.Option(False, help=FORCE_HELP),
+) -> None:
+    """Run the scripted expert on every task; keep the tasks whose facts its answer states, report the rest."""
+    from terminus.collect.validate import validate_tasks
+    from terminus.tasks.record import TaskFileError
+
+    report = report or out.with_suffix(".validation.json")
+    sandbox = _sandbox(sandbox, config)
+    try:
+        result = validate_tasks(
+            tasks, out, report, backend=sandbox, concurrency=concurrency, show_progress=not quiet, force=force
+        )
+    except TaskFileError as err:
+        _fail(str(err))
+    typer.echo(
+        f"{result['kept']} of {result['tasks']} tasks reproduce their ground truth; "
+        f"{result['dropped']} dropped (see {report})"
+    )
+
+
+@app.command("collect")
+def collect_command(
+    tasks: Path = typer.Option(..., help="Validated task file."),
+    policy: str = typer.Option("scripted", help="Teacher: scripted | openai | vllm | transformers."),
+    out: Path = typer.Option(..., help="Trajectories (JSON lines); a rerun resumes and does only what is missing."),
+    model: str = typer.Option(None, help="Model id or folder (openai, vllm, transformers)."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint for --policy openai."),
+    api_key_env: str = typer.Option(None, help="Environment variable holding the endpoint's API key."),
+    splits: str = typer.Option("train,val", help="Comma-separated splits to run."),
+    samples: int = typer.Option(1, min=1, help="Episodes per task."),
+    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
+    concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
+    max_turns: int = typer.Option(10, min=2, help="Turn limit per episode."),
+    config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),
+    request_timeout: float = typer.Option(120.0, min=0.1, help=REQUEST_TIMEOUT_HELP),
+    max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=RETRY_FAILED_HELP),
+    force: bool = typer.Option(False, help=FORCE_HELP),
+    quiet: bool = typer.Option(False, help="No progress bar."),
+) -> None:
+    """Run a teacher over the tasks and write its trajectories."""
+    from terminus.collect.collect import collect
+    from terminus.models import shared_policy
+    from terminus.models.openai_compat import PolicyError, api_key_from_env
+    from terminus.models.serve import ServeError
+    from terminus.tasks.record import TaskFileError
+
+    sandbox = _sandbox(sandbox, config)
+    try:
+        key = api_key_from_env(api_key_env, "--api-key-env")
+        options = endpoint_options(policy, request_timeout, max_retries, key)
+        # one teacher for the whole stage: a vllm model is served once and called by every episode
+        with shared_policy(policy, model, base_url, log_dir=out.parent, **options) as teacher:
+            records = collect(
+                tasks,
+                teacher,
+                out,
+                splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
+                samples=samples,
+                backend=sandbox,
+                max_turns=max_turns,
+                concurrency=concurrency,
+                show_progress=not quiet,
+                force=force,
+                retry_failed=retry_failed,
+            )
+    except (TaskFileError, PolicyError, ServeError, ValueError, OSError) as err:
+        _fail(str(err))
+    typer.echo(outcome_line(records, out, "trajectories"))
+    if any(r["termination"] == "crash" for r in records):
+        raise typer.Exit(1)  # the file is written; a rerun retries the crashed episodes
+
+
+@app.command("sft-data")
+def sft_data(
+    trajectories: Path = typer.Option(..., help="Teacher trajectories from `terminus collect`."),
+    tasks: Path = typer.Option(..., help="The task file they were collected on."),
+    out: Path = typer.Option(..., help="Dataset folder (datasets.save_to_disk) with counts.json."),
+    verdicts: Path = typer.Option(None, help="Judge verdicts (from `terminus judge`) to filter by reward."),
+    min_recall: float = typer.Option(1.0, help="Minimum fact recall."),
+    min_reward: float = typer.Option(0.5, help="Minimum judge reward (with --verdicts)."),
+) -> None:
+    """Filter trajectories and convert them to chat conversations with tool calls for TRL's SFTTrainer."""
+    from terminus.tasks.record import TaskFileError
+    from terminus.train.data import build_sft_dataset
+
+    try:
+        counts = build_sft_dataset(
+            trajectories, tasks, out, verdicts=verdicts, min_recall=min_recall, min_reward=min_reward
+        )
+    except (TaskFileError, FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+    typer.echo(f"train {counts['train']}, validation {counts['validation']}; dropped {counts['dropped']}")
+    typer.echo(f"by language {counts['by_language']}\nby type {counts['by_type']}\nby source {counts['by_source']}")

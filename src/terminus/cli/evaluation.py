@@ -1,0 +1,113 @@
+"""`eval` (grid cells), `eval-summary`, `case-study`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from terminus.cli import _config, _fail, app
+from terminus.cli_support import (
+    FORCE_HELP,
+    REQUEST_TIMEOUT_HELP,
+    RETRIES_HELP,
+    RETRY_FAILED_HELP,
+    override_endpoint_limits,
+)
+from terminus.judge.setup import judge_from_config
+
+
+@app.command("eval")
+def eval_command(
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `eval` section)."),
+    tasks: Path = typer.Option(..., help="Validated task file."),
+    out: Path = typer.Option(None, help="Folder (default results/<run>/eval): cells/, records.jsonl, summary.csv."),
+    references: Path = typer.Option(None, help="Expert trajectories: the judge's references."),
+    cell: list[str] = typer.Option(
+        [], help="Run only this cell, <main>__<sub>__<bench>__<seed> (repeatable); `terminus eval-summary` merges."
+    ),
+    no_llm: bool = typer.Option(False, "--no-llm", help="Score the execution benchmark with the fact checker only."),
+    request_timeout: float = typer.Option(None, min=0.1, help=f"{REQUEST_TIMEOUT_HELP} Default: config's."),
+    max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=RETRY_FAILED_HELP),
+    force: bool = typer.Option(False, help=FORCE_HELP),
+    quiet: bool = typer.Option(False, help="No progress bar."),
+) -> None:
+    """Run grid cells (resumable), each with its subagent loaded or served once; without --cell, every cell and
+    then per-cell metrics with bootstrap intervals and paired differences."""
+    from terminus.collect.provenance import file_sha256
+    from terminus.config import run_dir
+    from terminus.eval.cells import CellError
+    from terminus.eval.grid import check_models, run_cell, run_grid
+    from terminus.io import read_jsonl
+    from terminus.judge.scorer import Scorer, ScorerConfig
+    from terminus.tasks.record import TaskFileError, load_tasks
+
+    cfg = override_endpoint_limits(_config(config), "eval", request_timeout, max_retries)
+    out = out or run_dir(cfg) / "eval"
+    try:
+        task_map = {t.id: t for t in load_tasks(tasks)}
+        check_models(cfg["eval"], cell or None)
+    except (TaskFileError, CellError) as err:
+        _fail(str(err))
+    inputs = {"config_hash": cfg["_hash"], "tasks_sha256": file_sha256(tasks), "no_llm": no_llm}
+    resume = {"force": force, "retry_failed": retry_failed, "provenance": inputs}
+    refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
+    with judge_from_config(cfg, run_dir(cfg) / "judge" / "cache", no_llm) as judge:
+        scorer = Scorer(tasks=task_map, judge=judge, config=ScorerConfig.load(cfg["judge"]["scorer"]), references=refs)
+        try:
+            if cell:
+                for name in cell:
+                    records = run_cell(cfg, tasks, out, scorer, name, show_progress=not quiet, resume=resume)
+                    typer.echo(f"{len(records)} episodes in {out / 'cells' / (name + '.jsonl')}")
+                return
+            run_grid(cfg, tasks, out, scorer, show_progress=not quiet, resume=resume)
+        except ValueError as err:
+            _fail(str(err))
+    _eval_summary(cfg, out)
+
+
+@app.command("eval-summary")
+def eval_summary_command(
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `eval` section)."),
+    out: Path = typer.Option(None, help="Eval folder (default results/<run>/eval) holding cells/."),
+) -> None:
+    """Merge the cells' records into records.jsonl and write summary.csv (per-cell metrics, intervals, pairs)."""
+    from terminus.config import run_dir
+
+    cfg = _config(config)
+    _eval_summary(cfg, out or run_dir(cfg) / "eval")
+
+
+def _eval_summary(cfg: dict, out: Path) -> None:
+    from terminus.config import stamp
+    from terminus.eval.grid import merge_cells
+    from terminus.eval.metrics import summarise, write_csv
+
+    try:
+        records = merge_cells(cfg, out)
+    except ValueError as err:
+        _fail(str(err))
+    rows = summarise(records, stamp(cfg))
+    write_csv(rows, out / "summary.csv")
+    typer.echo(f"{len(records)} episodes; {len(rows)} cells in {out / 'summary.csv'}")
+
+
+@app.command("case-study")
+def case_study_command(
+    records: Path = typer.Option(..., help="results/<run>/eval/records.jsonl"),
+    out: Path = typer.Option(..., help="case_study.json to write."),
+    task: str = typer.Option(None, help="Task id (default: the largest saving at equal outcome)."),
+    subagent: str = typer.Option("scripted", help="Which subagent's episode to set against No-Subagent."),
+) -> None:
+    """Serilog-style side by side: main-agent tokens, turns, terminal calls; the subagent's commands and summary."""
+    from terminus.eval.case_study import case_study
+    from terminus.io import read_jsonl, write_json_atomic
+
+    try:
+        study = case_study(read_jsonl(records), task, subagent)
+    except (FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+    write_json_atomic(out, study)
+    typer.echo(json.dumps({k: v for k, v in study.items() if k != "with_subagent"}, indent=1))

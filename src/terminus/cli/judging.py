@@ -1,0 +1,88 @@
+"""`judge`, `judge-validity`: verdicts on trajectories, and how often each scorer ranks the truth first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from terminus.cli import _config, _fail, app
+from terminus.cli_support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits
+from terminus.judge.setup import judge_from_config
+
+
+@app.command("judge")
+def judge_command(
+    trajectories: Path = typer.Option(..., help="Trajectories to score (JSON lines)."),
+    tasks: Path = typer.Option(..., help="Their task file (ground truth)."),
+    out: Path = typer.Option(..., help="Verdict records (JSON lines)."),
+    references: Path = typer.Option(None, help="Reference trajectories (e.g. the expert's), keyed by task."),
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
+    no_llm: bool = typer.Option(False, "--no-llm", help="Fact checker only, even if the config names a judge."),
+    request_timeout: float = typer.Option(None, min=0.1, help=f"{REQUEST_TIMEOUT_HELP} Default: config's."),
+    max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
+) -> None:
+    """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""
+    from terminus.config import run_dir
+    from terminus.io import read_jsonl, write_jsonl_atomic
+    from terminus.judge.scorer import Scorer, ScorerConfig, ScorerConfigError
+    from terminus.tasks.record import TaskFileError, load_tasks
+
+    cfg = override_endpoint_limits(_config(config), "judge", request_timeout, max_retries)
+    try:
+        task_map = {t.id: t for t in load_tasks(tasks)}
+        records = read_jsonl(trajectories)
+        refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
+        scorer_cfg = ScorerConfig.load(cfg["judge"]["scorer"])
+    except (TaskFileError, FileNotFoundError, ScorerConfigError) as err:
+        _fail(str(err))
+    with judge_from_config(cfg, run_dir(cfg) / "judge" / "cache", no_llm) as judge:
+        scorer = Scorer(tasks=task_map, judge=judge, config=scorer_cfg, references=refs, group=cfg["judge"]["group"])
+        try:
+            verdicts = scorer.score(records)
+        except KeyError as err:
+            _fail(str(err))
+    write_jsonl_atomic(out, verdicts)
+    mean = sum(v["reward"] for v in verdicts) / max(1, len(verdicts))
+    bad = sum(v["judge_unparseable"] for v in verdicts)
+    typer.echo(f"{len(verdicts)} verdicts in {out}; mean reward {mean:.3f}; unparseable judge replies {bad}")
+
+
+@app.command("judge-validity")
+def judge_validity(
+    trajectories: Path = typer.Option(..., help="The scripted expert's trajectories (from `tasks validate`)."),
+    tasks: Path = typer.Option(..., help="Their task file."),
+    out: Path = typer.Option(None, help="Report (default results/<run>/judge/validity.json)."),
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
+) -> None:
+    """How often each scorer ranks a correct episode above a corrupted copy; LLM judge vs fact checker."""
+    from terminus.config import run_dir, stamp
+    from terminus.io import read_jsonl, write_json_atomic
+    from terminus.judge.validity import validity_report
+    from terminus.tasks.record import TaskFileError, load_tasks
+
+    cfg = _config(config)
+    out = out or run_dir(cfg) / "judge" / "validity.json"
+    try:
+        task_map = {t.id: t for t in load_tasks(tasks)}
+        records = [r for r in read_jsonl(trajectories) if r.get("task_id") in task_map]
+    except (TaskFileError, FileNotFoundError) as err:
+        _fail(str(err))
+    judge_cfg = cfg["judge"]
+    note = ""
+    if not judge_cfg.get("endpoint") and judge_cfg.get("serve"):
+        note = (
+            f"The LLM judge here is {judge_cfg['serve']}, a tiny local model served by vLLM: this run checks the "
+            "plumbing end to end, and its LLM figures mean nothing. Configure judge.endpoint for a real judge; "
+            "the same command then gives the real figure."
+        )
+    elif not judge_cfg.get("endpoint"):
+        note = "No LLM judge configured (judge.endpoint and judge.serve are null): fact checker only."
+    with judge_from_config(cfg, run_dir(cfg) / "judge" / "cache") as judge:
+        report = validity_report(
+            records, task_map, judge, llm_pairs=judge_cfg["validity_llm_pairs"], seed=cfg.get("seed", 0), note=note
+        )
+    report.update(stamp(cfg))
+    write_json_atomic(out, report)
+    typer.echo(json.dumps(report, indent=1))

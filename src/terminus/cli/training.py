@@ -1,0 +1,103 @@
+"""`sft`, `grpo` (TRL recipes with flag overrides), `export`, `training-summary`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from terminus.cli import BACKENDS, _config, _fail, _sandbox, app
+
+PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+@app.command("sft", context_settings=PASS_THROUGH)
+def sft_command(ctx: typer.Context) -> None:
+    """SFT with TRL: `terminus sft --config configs/sft/tiny.yaml [--key value ...]` (flags override the recipe)."""
+    from terminus.train.sft import main as sft_main
+    from terminus.train.sft import parse
+
+    if not ctx.args or ctx.args[0] in ("-h", "--help"):
+        typer.echo("usage: terminus sft --config configs/sft/<recipe>.yaml [--key value ...]  (TRL SFTConfig keys)")
+        raise typer.Exit(0)
+    try:
+        sft_main(*parse(ctx.args))
+    except (FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+
+
+@app.command("grpo", context_settings=PASS_THROUGH)
+def grpo_command(ctx: typer.Context) -> None:
+    """GRPO with TRL, rollouts in sandboxes: `terminus grpo --config configs/grpo/tiny.yaml [--key value ...]`."""
+    from terminus.train.grpo import main as grpo_main
+    from terminus.train.grpo import parse
+
+    if not ctx.args or ctx.args[0] in ("-h", "--help"):
+        typer.echo("usage: terminus grpo --config configs/grpo/<recipe>.yaml [--key value ...]  (TRL GRPOConfig keys)")
+        raise typer.Exit(0)
+    try:
+        grpo_main(*parse(ctx.args))
+    except (FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+
+
+@app.command("export")
+def export_command(
+    model: Path = typer.Option(..., help="Trained checkpoint folder (full model or LoRA adapter)."),
+    out: Path = typer.Option(..., help="Export folder."),
+    base: str = typer.Option(None, help="Base model of a LoRA adapter (default: the adapter's own record)."),
+    counts: Path = typer.Option(None, help="counts.json of the SFT data, for the model card."),
+    recipe: list[Path] = typer.Option([], help="Training recipes to put in the model card (repeatable)."),
+    summary: Path = typer.Option(None, help="training/summary.json, for the model card."),
+    no_vllm: bool = typer.Option(False, "--no-vllm", help="Skip the vLLM load check."),
+) -> None:
+    """Merge, save and verify: same greedy tokens from transformers and vLLM on a fixed prompt."""
+    from terminus.train.export import export
+
+    if not model.is_dir():
+        _fail(f"--model {model} does not exist")
+    check = export(model, out, base=base, counts=counts, recipes=recipe, summary=summary, check_vllm=not no_vllm)
+    typer.echo(f"exported to {out}; greedy transformers vs vLLM: {check['match']}")
+    if check["match"] is False:
+        _fail(f"vLLM and transformers disagree on the fixed prompt: {check}")
+
+
+@app.command("training-summary")
+def training_summary_command(
+    tasks: Path = typer.Option(..., help="Validated task file (its test split is held out)."),
+    base: str = typer.Option(..., help="Base model folder."),
+    sft: str = typer.Option(..., help="SFT model folder."),
+    grpo: str = typer.Option(..., help="GRPO model folder."),
+    grpo_metrics: Path = typer.Option(..., help="GRPO's metrics.jsonl."),
+    out: Path = typer.Option(..., help="summary.json to write."),
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (for the stamp)."),
+    max_turns: int = typer.Option(10, help="Turn limit, as at inference."),
+    max_new_tokens: int = typer.Option(256, help="Tokens per turn."),
+    concurrency: int = typer.Option(2, min=1, help="Episodes at once (batched together through each model)."),
+    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: the config's `sandbox`)."),
+) -> None:
+    """Base vs SFT vs GRPO on held-out tasks (final-answer rate, fact recall) and GRPO's reward over steps."""
+    from terminus.config import stamp
+    from terminus.train.evaluate import training_summary
+
+    cfg = _config(config)
+    backend = _sandbox(sandbox, config)
+    result = training_summary(
+        tasks,
+        {"base": base, "sft": sft, "grpo": grpo},
+        grpo_metrics,
+        out,
+        stamp=stamp(cfg),
+        max_turns=max_turns,
+        max_new_tokens=max_new_tokens,
+        concurrency=concurrency,
+        backend=backend,
+    )
+    typer.echo(
+        json.dumps(
+            {k: v for k, v in result.items() if k != "grpo"}
+            | {"grpo": {k: v for k, v in result["grpo"].items() if k != "reward_curve"}},
+            indent=1,
+        )
+    )
