@@ -25,8 +25,17 @@ def test_same_arguments_same_project(language, variant):
 @pytest.mark.parametrize(("language", "variant"), CASES)
 def test_facts_fit_the_task_schema(language, variant, tmp_path):
     project = generate(language, "fleet", variant, index=1, seed=0)
-    record = {"schema": "terminus.task/1", "id": "x", "language": language, "source": "synthetic", "repo": "r",
-              "task_type": "test-execution", "query": "q", "facts": project.facts, "split": "train"}  # fmt: skip
+    record = {
+        "schema": "terminus.task/1",
+        "id": "x",
+        "language": language,
+        "source": "synthetic",
+        "repo": "r",
+        "task_type": "test-execution",
+        "query": "q",
+        "facts": project.facts,
+        "split": "train",
+    }
     validate_record(record)
     root = project.write(tmp_path / "repo")
     for loc in project.facts.get("error", {}).get("locations", []):  # every location is a real line

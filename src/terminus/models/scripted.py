@@ -13,9 +13,9 @@ import json
 import re
 from pathlib import PurePosixPath
 
+from terminus.agent.terminal import TOOL_NAME
 from terminus.models.toolchains import missing_module, read_status, runner_for
 
-TOOL = "run_in_terminal"
 DISCOVER = "find . -maxdepth 3 -not -path '*/.*' -not -path '*/node_modules/*' | sort | head -500"
 # Build file -> (kind, priority). Lower priority wins when several sit in the same folder.
 MARKERS = {
@@ -201,9 +201,14 @@ def _call(command: str, timeout_ms: int) -> dict:
     arguments = json.dumps({"command": command, "timeout_ms": timeout_ms})
     return {
         "content": "",
-        "tool_calls": [{"id": "call_" + hashlib.sha1(command.encode()).hexdigest()[:12], "type": "function",
-                        "function": {"name": TOOL, "arguments": arguments}}],
-    }  # fmt: skip
+        "tool_calls": [
+            {
+                "id": "call_" + hashlib.sha1(command.encode()).hexdigest()[:12],
+                "type": "function",
+                "function": {"name": TOOL_NAME, "arguments": arguments},
+            }
+        ],
+    }
 
 
 def _answer(entries: list[dict[str, str]]) -> dict:

@@ -212,8 +212,11 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
         raise ValueError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
     # the same judge as `terminus judge` and `eval` build (prompts, concurrency, limits, a served model's cache key)
     stack = contextlib.ExitStack()
-    judge = stack.enter_context(judge_from_config(experiment, Path(training_args.output_dir) / "judge-cache",
-                                                  no_llm=not script_args.use_llm_judge))  # fmt: skip
+    judge = stack.enter_context(
+        judge_from_config(
+            experiment, Path(training_args.output_dir) / "judge-cache", no_llm=not script_args.use_llm_judge
+        )
+    )
     scorer = Scorer(
         tasks=task_map,
         judge=judge,
