@@ -178,14 +178,63 @@ def stage_command(ws: Workspace, limits: Limits, closed: bool, command: str, tim
     return max(0.1, min(float(timeout_s), limits.max_timeout_s))
 
 
-class ProcessSandbox:
+class SandboxBase:
+    """What every backend shares: staging a command, the result record, and the lifecycle (close once; the
+    backend's own teardown, then the workspace). Subclasses set `ws`, `limits`, `_closed` and give `_release()`."""
+
+    name = "base"
+    inside_workspace: str  # the workspace path as the command sees it
+
+    def _stage(self, command: str, timeout_s: float) -> float:
+        return stage_command(self.ws, self.limits, self._closed, command, timeout_s)
+
+    @staticmethod
+    def _result(
+        command: str,
+        collector: OutputCollector,
+        duration: float,
+        exit_code: int | None,
+        timed_out: bool,
+        capped: bool,
+        leftovers: int = 0,
+    ) -> CommandResult:
+        return CommandResult(
+            command=command,
+            output=collector.text(),
+            exit_code=None if timed_out else exit_code,
+            duration_s=round(duration, 4),
+            timed_out=timed_out,
+            truncated=collector.elided > 0,
+            output_bytes=collector.total,
+            elided_bytes=max(0, collector.elided),
+            output_capped=capped,
+            leftover_processes=leftovers,
+        )
+
+    def _release(self) -> None:
+        """The backend's own teardown (cgroup, container), before the workspace goes."""
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._release()
+        self.ws.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class ProcessSandbox(SandboxBase):
     """Base for backends whose command is a local process (local, bwrap, apptainer).
 
     Subclasses give `argv()` (how bash is launched) and the paths as the command sees them.
     """
 
     name = "process"
-    inside_workspace: str  # the workspace path as the command sees it
 
     def __init__(
         self, source: Path | None = None, limits: Limits | None = None, network: bool = False, copy: str = "git"
@@ -255,7 +304,7 @@ class ProcessSandbox:
         )
 
     def run(self, command: str, timeout_s: float) -> CommandResult:
-        timeout_s = stage_command(self.ws, self.limits, self._closed, command, timeout_s)
+        timeout_s = self._stage(command, timeout_s)
         collector = OutputCollector(self.limits.output_head_bytes, self.limits.output_tail_bytes)
         start = time.monotonic()
         proc = self._launch()
@@ -270,18 +319,7 @@ class ProcessSandbox:
             exit_code = proc.wait()
         duration = time.monotonic() - start
         leftovers = self._leftovers + self._kill_tree(proc)
-        return CommandResult(
-            command=command,
-            output=collector.text(),
-            exit_code=None if timed_out else exit_code,
-            duration_s=round(duration, 4),
-            timed_out=timed_out,
-            truncated=collector.elided > 0,
-            output_bytes=collector.total,
-            elided_bytes=max(0, collector.elided),
-            output_capped=capped,
-            leftover_processes=leftovers,
-        )
+        return self._result(command, collector, duration, exit_code, timed_out, capped, leftovers)
 
     def _pump(self, proc: subprocess.Popen, collector: OutputCollector, deadline: float) -> tuple[bool, bool]:
         """Read output until EOF, the deadline or the output cap; returns (timed_out, capped)."""
@@ -336,15 +374,5 @@ class ProcessSandbox:
             os.killpg(proc.pid, signal.SIGKILL)
         return self.tracker.kill_all()
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _release(self) -> None:
         self.tracker.remove()
-        self.ws.remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from terminus.sandbox.base import CommandResult, Limits, SandboxError, Workspace, render_wrapper, stage_command
+from terminus.sandbox.base import CommandResult, Limits, SandboxBase, SandboxError, Workspace, render_wrapper
 from terminus.sandbox.output import OutputCollector
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def default_image(backend: str) -> str:
     )
 
 
-class DockerSandbox:
+class DockerSandbox(SandboxBase):
     name = "docker"
     inside_workspace = WORKSPACE
 
@@ -136,7 +136,7 @@ class DockerSandbox:
             self.container.start()
 
     def run(self, command: str, timeout_s: float) -> CommandResult:
-        timeout_s = stage_command(self.ws, self.limits, self._closed, command, timeout_s)
+        timeout_s = self._stage(command, timeout_s)
         self._ensure_running()
         api = self.client.api
         exec_id = api.exec_create(
@@ -179,32 +179,12 @@ class DockerSandbox:
         if not timed_out:
             with contextlib.suppress(Exception):
                 exit_code = api.exec_inspect(exec_id).get("ExitCode")
-        return CommandResult(
-            command=command,
-            output=collector.text(),
-            exit_code=exit_code,
-            duration_s=round(duration, 4),
-            timed_out=timed_out,
-            truncated=collector.elided > 0,
-            output_bytes=collector.total,
-            elided_bytes=max(0, collector.elided),
-            output_capped=capped,
-        )
+        return self._result(command, collector, duration, exit_code, timed_out, capped)
 
     def _kill(self) -> None:
         with contextlib.suppress(Exception):
             self.container.kill()
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _release(self) -> None:
         with contextlib.suppress(Exception):
             self.container.remove(force=True)
-        self.ws.remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
