@@ -239,14 +239,15 @@ def run_cell(
 
     eval_cfg = config["eval"]
     main, sub, bench, seed = find_cell(eval_cfg, name)
-    # SWE-family cells bring their own instances; the others run the task file's split
-    tasks = [] if is_swe(bench) else [t for t in load_tasks(tasks_file) if t.split == eval_cfg["split"]]
-    repair = [t for t in tasks if t.meta.get("fix") and t.task_type == "test-execution"]
-    execution = tasks
-    if eval_cfg.get("max_tasks"):
-        repair, execution = repair[: eval_cfg["max_tasks"]], execution[: eval_cfg["max_tasks"]]
-    if bench == "repair" and not repair:
-        raise ValueError(f"{tasks_file} has no repair tasks in the {eval_cfg['split']} split")
+    if is_swe(bench):  # SWE-family cells bring their own instances; the others run the task file's split
+        work = swe_instances(eval_cfg, bench)
+    else:
+        work = [t for t in load_tasks(tasks_file) if t.split == eval_cfg["split"]]
+        if bench == "repair":
+            work = [t for t in work if t.meta.get("fix") and t.task_type == "test-execution"]
+            if not work:
+                raise ValueError(f"{tasks_file} has no repair tasks in the {eval_cfg['split']} split")
+        work = work[: eval_cfg.get("max_tasks") or None]
     if main["kind"] == "llm":  # keys and endpoints are checked before any episode runs
         main_brain(main)
     if sub["policy"] == "transformers":
@@ -254,40 +255,21 @@ def run_cell(
 
         warm_imports()
     stamp = make_stamp(config)
-    backend = config.get("sandbox")
-    instances = swe_instances(eval_cfg, bench) if is_swe(bench) else []
+    backend, tokenizer = config.get("sandbox"), eval_cfg["tokenizer"]
+    timeout = (eval_cfg.get("swe") or {}).get("timeout_s", 1800)
     with served_subagent(sub, out_dir / "logs") as policy:
         jobs = []
-        for inst in instances:
-            key = record_key(main["name"], sub["name"], bench, seed, inst.instance_id)
-            timeout = (eval_cfg.get("swe") or {}).get("timeout_s", 1800)
-            jobs.append(
-                (
-                    key,
-                    partial(
-                        swe_episode,
-                        inst,
-                        main,
-                        sub,
-                        bench,
-                        seed,
-                        backend,
-                        stamp,
-                        eval_cfg["tokenizer"],
-                        policy,
-                        timeout,
-                    ),
-                )
-            )
-        for task in [] if instances else repair if bench == "repair" else execution:
-            key = record_key(main["name"], sub["name"], bench, seed, task.id)
-            if bench == "repair":
-                job = partial(
-                    repair_episode, task, tasks_file, main, sub, seed, backend, stamp, eval_cfg["tokenizer"], policy
-                )
+        for item in work:
+            if is_swe(bench):
+                item_id = item.instance_id
+                job = partial(swe_episode, item, main, sub, bench, seed, backend, stamp, tokenizer, policy, timeout)
+            elif bench == "repair":
+                item_id = item.id
+                job = partial(repair_episode, item, tasks_file, main, sub, seed, backend, stamp, tokenizer, policy)
             else:
-                job = partial(execution_episode, task, tasks_file, main, sub, seed, backend, stamp, scorer, policy)
-            jobs.append((key, job))
+                item_id = item.id
+                job = partial(execution_episode, item, tasks_file, main, sub, seed, backend, stamp, scorer, policy)
+            jobs.append((record_key(main["name"], sub["name"], bench, seed, item_id), job))
         out = out_dir / "cells" / f"{name}.jsonl"
         records = run_jobs(jobs, out, eval_cfg["concurrency"], show_progress, name, key="key", **(resume or {}))
     if is_swe(bench):
