@@ -1,11 +1,12 @@
-"""Where commands run. One protocol (`Sandbox.run(command, timeout_s) -> CommandResult`, `close()`), four
-backends: local, bwrap, docker, apptainer. See README's "Sandboxes" for what each does and does not isolate."""
+"""Where commands run. One protocol (`Sandbox.run(command, timeout_s) -> CommandResult`, `read_file`, `write_file`,
+`list_files`, `close()`), four backends: local, bwrap, docker, apptainer. See README's "Sandboxes" for what each
+does and does not isolate."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from terminus.sandbox.base import CommandResult, Limits, Sandbox, SandboxError
+from terminus.sandbox.base import CommandResult, Limits, OutsideWorkspaceError, Sandbox, SandboxError
 from terminus.sandbox.bwrap import bwrap_path
 
 BACKENDS = ("local", "bwrap", "docker", "apptainer")
@@ -49,4 +50,13 @@ def make_sandbox(
     raise SandboxError(f"unknown sandbox backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "CommandResult", "Limits", "Sandbox", "SandboxError", "default_backend", "make_sandbox"]
+__all__ = [
+    "BACKENDS",
+    "CommandResult",
+    "Limits",
+    "OutsideWorkspaceError",
+    "Sandbox",
+    "SandboxError",
+    "default_backend",
+    "make_sandbox",
+]

@@ -18,6 +18,7 @@ def apptainer_path() -> str | None:
 class ApptainerSandbox(ProcessSandbox):
     name = "apptainer"
     inside_workspace = WORKSPACE
+    inside_state = STATE
 
     def __init__(self, *args, image: str | None = None, **kwargs) -> None:
         from terminus.sandbox.docker import default_image

@@ -46,6 +46,7 @@ class BwrapSandbox(ProcessSandbox):
 
     name = "bwrap"
     inside_workspace = WORKSPACE
+    inside_state = STATE
 
     def __init__(self, *args, **kwargs) -> None:
         if bwrap_path() is None:

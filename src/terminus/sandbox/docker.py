@@ -54,6 +54,7 @@ def default_image(backend: str) -> str:
 class DockerSandbox(SandboxBase):
     name = "docker"
     inside_workspace = WORKSPACE
+    inside_state = STATE
 
     def __init__(
         self,
