@@ -19,6 +19,7 @@ from terminus.eval.grid import verify
 from terminus.eval.metrics import command_signatures, rerun_rate
 from terminus.mainagent import reading
 from terminus.mainagent.harness import SUBAGENT_TOOL, MainAgentResult, Workbench, run_main_agent
+from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
 from terminus.mainagent.reader import ReaderMainAgent
 from terminus.models import make_policy
 from terminus.sandbox import make_sandbox
@@ -177,6 +178,34 @@ def test_the_file_tools_stay_inside_the_repository(tmp_path):
         edit = {"path": "../secret.txt", "old": "outside", "new": "changed"}
         assert bench.call("edit_file", edit, result, "p").startswith("error")
     assert (tmp_path / "secret.txt").read_text() == "outside\n"
+
+
+def test_the_file_tools_work_at_an_images_repository_folder(tmp_path):
+    """In an image the repository is at the image's own path (AtWorkdir): the same tools, through the sandbox and
+    confined to that folder; the subagent shares the sandbox. (tests/swe runs this inside a docker image.)"""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "calc.py").write_text("total = 1 + 1\n")
+    (tmp_path / "app" / "latin.txt").write_bytes(b"caf\xe9\n")
+    (tmp_path / "top.txt").write_text("outside the app\n")
+    with make_sandbox(None, tmp_path) as box:
+        bench, result = InstanceWorkbench(AtWorkdir(box, f"{box.inside_workspace}/app"), None), MainAgentResult("t")
+        assert bench.call("read_file", {"path": "."}, result, "p").splitlines() == ["calc.py", "latin.txt"]
+        assert "outside the repository" in bench.call("read_file", {"path": "../top.txt"}, result, "p")
+        edit = {"path": "../top.txt", "old": "outside", "new": "inside"}
+        assert bench.call("edit_file", edit, result, "p") == "error: no file ../top.txt"
+        edit = {"path": "calc.py", "old": "1", "new": "2"}
+        assert bench.call("edit_file", edit, result, "p") == "error: `old` must occur exactly once in the file"
+        edit = {"path": "latin.txt", "old": "caf", "new": "tea"}
+        assert "not UTF-8" in bench.call("edit_file", edit, result, "p")
+        assert bench.call("read_file", {"path": "missing.py"}, result, "p") == "error: no file missing.py"
+        edit = {"path": "calc.py", "old": "1 + 1", "new": "2 + 2"}
+        assert bench.call("edit_file", edit, result, "p") == "ok"
+        assert bench.call("read_file", {"path": "calc.py"}, result, "p") == "total = 2 + 2\n"
+        assert box.run("cat calc.py", 10).output == "total = 2 + 2\n"  # in the shell's folder, app
+        with bench.subagent_box() as sub_box:
+            assert sub_box is bench.box
+    assert result.edits == [{"path": "calc.py", "old": "1 + 1", "new": "2 + 2"}]
+    assert (tmp_path / "top.txt").read_text() == "outside the app\n"
 
 
 def test_a_turn_budget_ends_the_episode_and_says_so(python_tasks):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from terminus.agent.terminal import TERMINAL_TOOL, observation
 from terminus.errors import TerminusError, debug_enabled
 from terminus.mainagent.submit import tree_diff
 from terminus.mainagent.tokens import TokenCounter
-from terminus.sandbox import Limits, make_sandbox
+from terminus.sandbox import Limits, OutsideWorkspaceError, SandboxError, make_sandbox
 from terminus.sandbox.tmproot import run_root
 
 log = logging.getLogger(__name__)
@@ -142,15 +141,6 @@ class Workbench:
         tools = [TERMINAL_TOOL, READ_TOOL, EDIT_TOOL]
         return [*tools, SUBAGENT_TOOL] if self.subagent_policy is not None else tools
 
-    def inside(self, relative: str) -> Path | None:
-        """The file a tool call names, or None when it leaves the repository (`..`, absolute paths, symlinks)."""
-        root = Path(self.box.workspace).resolve()
-        inside = getattr(self.box, "inside_workspace", None)
-        if inside and relative.startswith(str(inside).rstrip("/") + "/"):  # the path as the terminal shows it
-            relative = relative[len(str(inside).rstrip("/")) + 1 :]
-        path = (root / relative).resolve()
-        return path if path == root or path.is_relative_to(root) else None
-
     def call(self, name: str, args: dict, result: MainAgentResult, parent_id: str) -> str:
         if name == "run_in_terminal":
             result.direct_terminal_calls += 1
@@ -189,30 +179,37 @@ class Workbench:
             return answer
         return f"error: there is no tool {name!r}"
 
+    # The file tools go through the sandbox (`Sandbox.read_file`, `write_file`, `list_files`): they see the files as
+    # the terminal does, so the same code serves a host workspace and a repository inside an image.
     def read(self, relative: str) -> str:
-        path = self.inside(relative)
-        if path is None:
+        try:
+            try:
+                return truncate(self.box.read_file(relative, errors="replace"))
+            except IsADirectoryError:
+                return listing(self.box.list_files(relative))
+        except OutsideWorkspaceError:
             return f"error: {relative} is outside the repository"
-        if path.is_dir():
-            return listing(path)
-        if not path.is_file():
+        except FileNotFoundError:
             return f"error: no file {relative}"
-        return truncate(path.read_text(errors="replace"))
+        except (OSError, SandboxError) as err:
+            return f"error: cannot read {relative}: {err}"
 
     def edit(self, args: dict, result: MainAgentResult) -> str:
-        path = self.inside(str(args.get("path", "")))
-        if path is None or not path.is_file():
-            return f"error: no file {args.get('path')}"
-        text = path.read_text()
-        if text.count(str(args.get("old", ""))) != 1:
+        relative = str(args.get("path", ""))
+        try:
+            text = self.box.read_file(relative)
+        except UnicodeDecodeError:
+            return f"error: {relative} is not UTF-8 text; edit it in the terminal"
+        except (OSError, SandboxError):  # outside the repository, missing, a folder
+            return f"error: no file {relative}"
+        old, new = str(args.get("old", "")), str(args.get("new", ""))
+        if text.count(old) != 1:
             return "error: `old` must occur exactly once in the file"
-        before = path.stat().st_mtime
-        path.write_text(text.replace(args["old"], args.get("new", ""), 1))
-        # Python's .pyc check (and make's, on coarse filesystems) compares mtimes at 1 s resolution: an edit in
-        # the same second as the last one, which only an offline agent is fast enough to make, would be missed.
-        after = max(time.time(), before + 1.0)
-        os.utime(path, (after, after))
-        result.edits.append({"path": args["path"], "old": args["old"], "new": args.get("new", "")})
+        try:
+            self.box.write_file(relative, text.replace(old, new, 1))
+        except (OSError, SandboxError) as err:
+            return f"error: cannot write {relative}: {err}"
+        result.edits.append({"path": relative, "old": old, "new": new})
         return "ok"
 
     def subagent_box(self):
@@ -220,14 +217,11 @@ class Workbench:
         return make_sandbox(self.backend, Path(self.box.workspace))
 
 
-def listing(folder: Path, limit: int = LISTING_LINES) -> str:
-    """A folder as the read tool shows it: every file below it, relative, hidden and dependency folders left out."""
+def listing(paths: list[str], limit: int = LISTING_LINES) -> str:
+    """A folder as the read tool shows it: every file below it (`list_files`: relative paths), hidden and dependency
+    folders left out."""
     skip = {"node_modules", "target", "build", "__pycache__", "vendor"}
-    paths = []
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder)
-        if path.is_file() and not any(p.startswith(".") or p in skip for p in rel.parts):
-            paths.append(rel.as_posix())
+    paths = [p for p in paths if not any(part.startswith(".") or part in skip for part in p.split("/"))]
     shown = sorted(paths, key=lambda p: (p.count("/"), p))[:limit]  # shallow first: build files survive the cap
     more = f"\n[... {len(paths) - limit} more files]" if len(paths) > limit else ""
     return "\n".join(shown) + more
