@@ -77,7 +77,6 @@ def exec_subagent(
     copy: str = typer.Option("git", help=COPY_HELP),
 ) -> None:
     """Run the Execution Subagent on any directory and print its final answer and notes."""
-    import json
 
     from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
     from terminus.models import make_policy
@@ -114,19 +113,14 @@ def tiny_model(
     out: Path = typer.Option(..., help="Folder to write the model to (a Hugging Face model folder)."),
     seed: int = typer.Option(0, help="Initialisation seed."),
     corpus: Path = typer.Option(None, help="Trajectories (JSON lines) to train the tokenizer on, with the prompts."),
+    hidden_size: int = typer.Option(128, help="Width (heads of 32 dimensions)."),
+    layers: int = typer.Option(2, help="Transformer layers."),
 ) -> None:
     """Build the tiny Qwen3-architecture model and tokenizer (the smoke scale's base model)."""
-    from terminus.train.tiny import _seed_corpus, build_tiny_model
+    from terminus.train.tiny import build_tiny_model, corpus_texts
 
-    texts = None
-    if corpus is not None:
-        if not corpus.is_file():
-            _fail(f"--corpus {corpus} does not exist")
-        texts = _seed_corpus()
-        for line in corpus.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                texts += [m.get("content") or "" for m in record.get("messages", [])]
-                texts += [json.dumps(c) for m in record.get("messages", []) for c in m.get("tool_calls") or []]
-    path = build_tiny_model(out, texts=texts, seed=seed)
+    if corpus is not None and not corpus.is_file():
+        _fail(f"--corpus {corpus} does not exist")
+    texts = corpus_texts(corpus) if corpus is not None else None
+    path = build_tiny_model(out, texts=texts, seed=seed, hidden_size=hidden_size, layers=layers)
     typer.echo(f"tiny model written to {path}")

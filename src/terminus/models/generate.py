@@ -15,6 +15,8 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
+from terminus.agent.timing import model_view
+
 
 class Generator(Protocol):
     name: str
@@ -23,9 +25,9 @@ class Generator(Protocol):
 
 
 def encode(tokenizer, conversation: list[dict], tools: list[dict] | None) -> list[int]:
-    """The prompt's token ids, exactly as the chat template renders them for generation."""
+    """The prompt's token ids, exactly as the chat template renders them for generation (timing text normalised)."""
     rendered = tokenizer.apply_chat_template(
-        conversation, tools=tools or None, add_generation_prompt=True, tokenize=True, return_dict=True
+        model_view(conversation), tools=tools or None, add_generation_prompt=True, tokenize=True, return_dict=True
     )
     return list(rendered["input_ids"])
 

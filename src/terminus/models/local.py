@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from terminus.agent.timing import model_view
+
 # transformers 5 loads weights through a meta-device context that is not thread-safe: two threads loading at once
 # fail ("Cannot copy out of meta tensor", or a half-finished lazy import). Loading is serialised; generating is not.
 _LOAD_LOCK = threading.Lock()
@@ -24,8 +26,11 @@ def load_transformers(model: str, device: str | None = None) -> tuple:
     """(model, tokenizer), loaded once per process and device; later calls share the same objects."""
     import torch
 
+    from terminus.determinism import deterministic_torch
+
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     with _LOAD_LOCK:
+        deterministic_torch()
         key = (str(model), device)
         if key not in _LOADED:
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -86,7 +91,7 @@ class VLLMPolicy:
         self.sampling = SamplingParams(temperature=temperature, max_tokens=max_new_tokens)
 
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
-        outputs = self.llm.chat([messages], self.sampling, tools=tools or None, use_tqdm=False)
+        outputs = self.llm.chat([model_view(messages)], self.sampling, tools=tools or None, use_tqdm=False)
         out = outputs[0]
         completion = out.outputs[0]
         return {

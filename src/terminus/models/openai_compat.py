@@ -16,6 +16,7 @@ import os
 import threading
 import time
 
+from terminus.agent.timing import model_view
 from terminus.errors import TerminusError
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,7 @@ class OpenAIPolicy:
         errors = self._errors
         request = {
             "model": self.model,
-            "messages": messages,
+            "messages": model_view(messages),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }

@@ -15,15 +15,18 @@ from collections import Counter
 from pathlib import Path
 
 from terminus.agent.terminal import TERMINAL_TOOL
+from terminus.agent.timing import model_view
 from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.tasks.record import Task, load_tasks
+from terminus.train.augment import renamed_copies
 
 
 def to_chat(trajectory: dict) -> list[dict]:
-    """Messages with one fixed set of keys (Arrow needs one schema): role, content, tool_calls, name."""
+    """Messages with one fixed set of keys (Arrow needs one schema): role, content, tool_calls, name; tool output as
+    the model reads it (`model_view`: timing text normalised)."""
     out = []
-    for message in trajectory["messages"]:
+    for message in model_view(trajectory["messages"]):
         calls = None
         if message.get("tool_calls"):
             calls = []
@@ -69,7 +72,11 @@ def build_sft_dataset(
     min_recall: float = 1.0,
     min_precision: float = 1.0,
     min_reward: float = 0.5,
+    augment: int = 0,
+    seed: int = 0,
 ) -> dict:
+    """The dataset, plus `augment` renamed copies of each training conversation (`train.augment`; never of the
+    validation split, which measures the real conversations)."""
     from datasets import Dataset, DatasetDict
 
     tasks = {t.id: t for t in load_tasks(tasks_file)}
@@ -92,18 +99,20 @@ def build_sft_dataset(
         if split is None:
             dropped["test split (never trained on)"] += 1
             continue
-        rows[split].append(
-            {
-                "id": traj["id"],
-                "task_id": task.id,
-                "language": task.language,
-                "task_type": task.task_type,
-                "source": task.source,
-                "messages": to_chat(traj),
-                "tools": [TERMINAL_TOOL],
-            }
-        )
+        row = {
+            "id": traj["id"],
+            "task_id": task.id,
+            "language": task.language,
+            "task_type": task.task_type,
+            "source": task.source,
+            "messages": to_chat(traj),
+            "tools": [TERMINAL_TOOL],
+        }
+        rows[split].append(row)
         kept_tasks.append(task)
+        if split == "train" and augment:
+            copies = renamed_copies(row["messages"], augment, f"{seed}:{traj['id']}")
+            rows[split] += [{**row, "id": f"{row['id']}~{k}", "messages": m} for k, m in enumerate(copies, 1)]
     if not rows["train"]:
         raise ValueError(f"no trajectory of {trajectories} passes the filter (dropped: {dict(dropped)})")
     data = DatasetDict({name: Dataset.from_list(r) for name, r in rows.items() if r})
@@ -114,6 +123,7 @@ def build_sft_dataset(
     counts = {
         "train": len(rows["train"]),
         "validation": len(rows["validation"]),
+        "augmented": len(rows["train"]) - sum(1 for t in kept_tasks if t.split == "train"),
         "dropped": dict(dropped),
         "by_language": dict(sorted(Counter(t.language for t in kept_tasks).items())),
         "by_type": dict(sorted(Counter(t.task_type for t in kept_tasks).items())),

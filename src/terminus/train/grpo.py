@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from terminus.agent.terminal import TERMINAL_TOOL
+from terminus.agent.timing import model_view
 from terminus.train.sft import MetricsJsonl, check_model_resolves, parse_recipe, resolve, train_and_save
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class GRPOScriptArguments:
 def episode_tokens(tokenizer, messages: list[dict], max_completion_length: int | None) -> dict:
     """prompt_ids (system + user + generation prompt), completion_ids (the rest), env_mask (1 = model tokens)."""
     tools = [TERMINAL_TOOL]
+    messages = model_view(messages)  # as the generator rendered them
     prompt = tokenizer.apply_chat_template(
         messages[:2], tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True
     )["input_ids"]
@@ -178,11 +180,13 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
     from trl import GRPOTrainer, get_peft_config
 
     from terminus.config import load_config
+    from terminus.determinism import deterministic_torch
     from terminus.io import read_jsonl
     from terminus.judge.scorer import Scorer, ScorerConfig
     from terminus.judge.setup import judge_from_config
     from terminus.tasks.record import load_tasks
 
+    deterministic_torch(training_args.seed)
     tasks_file = Path(resolve(script_args.tasks_file))
     if script_args.dry_run:
         info = check_model_resolves(model_args.model_name_or_path)

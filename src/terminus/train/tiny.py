@@ -30,9 +30,24 @@ MARKUP = [
 
 def _seed_corpus() -> list[str]:
     """Text the tokenizer is trained on when no corpus is given: prompts, tool schema, shell and test output."""
-    texts = [p.read_text() for p in (ROOT / "configs" / "agent").glob("*") if p.is_file()]
-    texts += [p.read_text() for p in ROOT.glob("src/terminus/**/*.py")]
-    texts += [p.read_text() for p in (ROOT / "examples").rglob("*") if p.is_file()]
+    # sorted: a directory lists its files in an order of its own, and the BPE trainer's ties depend on order
+    texts = [p.read_text() for p in sorted((ROOT / "configs" / "agent").glob("*")) if p.is_file()]
+    texts += [p.read_text() for p in sorted(ROOT.glob("src/terminus/**/*.py"))]
+    texts += [p.read_text() for p in sorted((ROOT / "examples").rglob("*")) if p.is_file()]
+    return texts
+
+
+def corpus_texts(trajectories: Path) -> list[str]:
+    """The seed corpus plus what a model reads of the trajectories (`model_view`: timing text normalised, so that
+    two runs of one seed train the same tokenizer)."""
+    from terminus.agent.timing import model_view
+    from terminus.io import read_jsonl
+
+    texts = _seed_corpus()
+    for record in read_jsonl(trajectories):
+        messages = model_view(record.get("messages", []))
+        texts += [m.get("content") or "" for m in messages]
+        texts += [json.dumps(c) for m in messages for c in m.get("tool_calls") or []]
     return texts
 
 
@@ -55,20 +70,28 @@ def build_tokenizer(texts: list[str], vocab_size: int = 4096):
     return fast
 
 
-def build_tiny_model(out: Path, texts: list[str] | None = None, seed: int = 0, vocab_size: int = 4096) -> Path:
+def build_tiny_model(
+    out: Path,
+    texts: list[str] | None = None,
+    seed: int = 0,
+    vocab_size: int = 4096,
+    hidden_size: int = 128,
+    layers: int = 2,
+) -> Path:
     """Write a Hugging Face model folder (config, safetensors, tokenizer, chat template, generation config)."""
-    import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
-    torch.manual_seed(seed)
+    from terminus.determinism import deterministic_torch
+
+    deterministic_torch(seed)
     tokenizer = build_tokenizer(texts or _seed_corpus(), vocab_size)
     config = Qwen3Config(
         vocab_size=len(tokenizer),
-        hidden_size=128,
-        intermediate_size=384,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        hidden_size=hidden_size,
+        intermediate_size=3 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=hidden_size // 32,
+        num_key_value_heads=max(1, hidden_size // 64),
         head_dim=32,
         max_position_embeddings=8192,
         tie_word_embeddings=True,
