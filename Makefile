@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test test-slow lint sysdeps benchmarks clean install-profiles cache-results dry-run-paper notebooks
+.PHONY: demo test test-slow lint sysdeps benchmarks clean install-profiles cache-results dry-run-paper notebooks \
+	reproduce-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +36,10 @@ install-profiles:
 # Refresh the committed tables (results/cached/) from the reference smoke run.
 cache-results:
 	$(BIN)/python scripts/cache_results.py results/smoke results/cached
+
+# The smoke DAG twice from scratch in two copies of the tree; every table compared -> results/benchmarks/reproducibility.json
+reproduce-check: $(STAMP) sysdeps
+	$(BIN)/python scripts/reproduce_check.py
 
 dry-run-paper: $(STAMP)
 	$(BIN)/snakemake -n --configfile configs/paper.yaml --executor slurm --jobs 20 --quiet rules

@@ -8,68 +8,13 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 from transformers import AutoTokenizer
 
-from terminus.collect.collect import collect
-from terminus.config import ROOT, load_config
-from terminus.models import make_policy
-from terminus.tasks.build import build_corpus
+from terminus.config import ROOT
 from terminus.train import sft as sft_module
-from terminus.train.data import build_sft_dataset
 from terminus.train.grpo import align_logprobs, episode_tokens
 
-
-@pytest.fixture(scope="module")
-def sft_data(tmp_path_factory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("data")
-    raw = {
-        "run": "t",
-        "tasks": {
-            "synthetic": {
-                "languages": ["python", "go"],
-                "repos_per_language": 3,
-                "variants": ["pass", "fail"],
-                "verbose_lines": 0,
-            },
-            "registry": {"enabled": False},
-            "splits": {"train": 0.8, "val": 0.2, "test": 0.0},
-        },
-    }
-    (root / "config.yaml").write_text(yaml.safe_dump(raw))
-    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
-    collect(root / "tasks.jsonl", make_policy("scripted"), root / "traj.jsonl", concurrency=2, show_progress=False)
-    build_sft_dataset(root / "traj.jsonl", root / "tasks.jsonl", root / "sft")
-    return root / "tasks.jsonl", root / "sft"
-
-
-def params(path: Path) -> dict[str, torch.Tensor]:
-    from transformers import AutoModelForCausalLM
-
-    return {k: v.detach().clone() for k, v in AutoModelForCausalLM.from_pretrained(path).state_dict().items()}
-
-
-def run_sft(model: Path, data: Path, out: Path, *extra: str) -> dict:
-    argv = [
-        "--config",
-        str(ROOT / "configs/sft/tiny.yaml"),
-        "--model_name_or_path",
-        str(model),
-        "--dataset_path",
-        str(data),
-        "--output_dir",
-        str(out),
-        "--report_to",
-        "none",
-        "--eval_strategy",
-        "no",
-        "--save_strategy",
-        "no",
-        "--logging_steps",
-        "1",
-        *extra,
-    ]
-    return sft_module.main(*sft_module.parse(argv))
+from .helpers import params, run_grpo, run_sft
 
 
 def test_trl_loss_mask_is_exactly_the_assistant_turns(tiny_model, sft_data):
@@ -175,32 +120,13 @@ def test_rollout_tokens_mask_tool_output(tiny_model):
 @pytest.mark.slow
 def test_grpo_steps_change_the_parameters(tiny_model, sft_data, tmp_path):
     """A briefly SFT'd tiny model, so that rollouts differ in reward (all-zero rewards give no gradient)."""
-    from terminus.train import grpo as grpo_module
     from terminus.train.export import export
 
     tasks, data = sft_data
     summary = run_sft(tiny_model, data, tmp_path / "sft", "--max_steps", "60")
     export(Path(summary["model"]), tmp_path / "sft-merged", check_vllm=False)
     before = params(tmp_path / "sft-merged")
-    argv = [
-        "--config",
-        str(ROOT / "configs/grpo/tiny.yaml"),
-        "--model_name_or_path",
-        str(tmp_path / "sft-merged"),
-        "--tasks_file",
-        str(tasks),
-        "--output_dir",
-        str(tmp_path / "grpo"),
-        "--max_steps",
-        "3",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--learning_rate",
-        "1e-3",
-    ]
-    result = grpo_module.main(*grpo_module.parse(argv))
+    result = run_grpo(tmp_path / "sft-merged", tasks, tmp_path / "grpo", "--max_steps", "3", "--learning_rate", "1e-3")
     after = params(Path(result["model"]))
     assert any(not torch.equal(before[k], after[k]) for k in before)
     logs = [json.loads(x) for x in (tmp_path / "grpo" / "metrics.jsonl").read_text().splitlines()]

@@ -15,6 +15,7 @@ rule grpo:
     params:
         config=CONFIG_FILE,
         out=output_parent("model"),
+        seed=config["seed"],
     conda:
         ENV
     resources:
@@ -24,4 +25,5 @@ rule grpo:
         runtime=1440,
     shell:
         "terminus grpo --config {input.recipe} --model_name_or_path {input.model} --tasks_file {input.tasks} "
-        "--references {input.references} --experiment_config {params.config} --output_dir {params.out} > {log} 2>&1"
+        "--references {input.references} --experiment_config {params.config} --output_dir {params.out} "
+        "--seed {params.seed} > {log} 2>&1"

@@ -6,14 +6,17 @@ rule tiny_model:
     log:
         f"{RUN}/logs/tiny_model.log",
     params:
-        seed=config.get("seed", 0),
+        seed=config["seed"],
+        hidden=config["model"]["tiny"]["hidden_size"],
+        layers=config["model"]["tiny"]["layers"],
     conda:
         ENV
     resources:
         mem_mb=4000,
         runtime=10,
     shell:
-        "terminus tiny-model --out {output} --corpus {input} --seed {params.seed} > {log} 2>&1"
+        "terminus tiny-model --out {output} --corpus {input} --seed {params.seed} --hidden-size {params.hidden} "
+        "--layers {params.layers} > {log} 2>&1"
 
 
 rule sft:
@@ -31,6 +34,7 @@ rule sft:
     params:
         base=base_model_param,
         out=output_parent("model"),
+        seed=config["seed"],
     conda:
         ENV
     resources:
@@ -40,4 +44,4 @@ rule sft:
         runtime=720,
     shell:
         "terminus sft --config {input.recipe} --model_name_or_path {params.base} --dataset_path {input.data} "
-        "--output_dir {params.out} > {log} 2>&1"
+        "--output_dir {params.out} --seed {params.seed} > {log} 2>&1"

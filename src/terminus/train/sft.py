@@ -87,6 +87,9 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
+    from terminus.determinism import deterministic_torch
+
+    deterministic_torch(training_args.seed)
     model_id = resolve(model_args.model_name_or_path)
     if script_args.dry_run:
         info = check_model_resolves(model_args.model_name_or_path)

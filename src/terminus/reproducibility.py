@@ -1,0 +1,129 @@
+"""Two runs of one seed compared table by table, wall-clock aside (`make reproduce-check`, the determinism test).
+
+What counts as wall-clock: fields whose name says they measure time (`duration_s`, `train_runtime`,
+`generated_tokens_per_s`, ...), timing text inside strings (`terminus.agent.timing`), and the run folder's absolute
+path. Everything else must be identical to the byte once these are normalised.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+
+from terminus.agent.timing import normalise_timing
+
+WALL_CLOCK = "<wall-clock>"
+# Field names that hold a measured time or a rate over time.
+_TIME_KEY = re.compile(
+    r"duration|runtime|elapsed|wall|timestamp|per_second|per_s$|_s$|_seconds$|^time$|_time$|^time_|_at$|^started|"
+    r"^finished",
+    re.I,
+)
+TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".txt", ".yaml")
+BINARY_SUFFIXES = (".arrow", ".safetensors")
+
+
+def is_wall_clock(key: str) -> bool:
+    return bool(_TIME_KEY.search(key))
+
+
+def normalise(value, root: str | None = None):
+    """A JSON value with wall-clock fields and timing text replaced, and `root` (a run folder) made relative."""
+    if isinstance(value, dict):
+        return {k: WALL_CLOCK if is_wall_clock(k) else normalise(v, root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalise(v, root) for v in value]
+    if isinstance(value, str):
+        if root:
+            value = value.replace(root, "<root>")
+        return normalise_timing(value)
+    return value
+
+
+def table_lines(path: Path, root: str | None = None) -> list[str]:
+    """A table as normalised lines: JSON and JSON lines record by record, CSV/TSV with time columns blanked."""
+    text = path.read_text(errors="replace")
+    if path.suffix == ".json":
+        try:
+            return json.dumps(normalise(json.loads(text), root), indent=1, sort_keys=True).splitlines()
+        except json.JSONDecodeError:
+            pass
+    if path.suffix == ".jsonl":
+        out = []
+        for line in text.splitlines():
+            try:
+                out.append(json.dumps(normalise(json.loads(line), root), sort_keys=True))
+            except json.JSONDecodeError:
+                out.append(line)
+        return out
+    if path.suffix in (".csv", ".tsv"):
+        rows = list(csv.reader(io.StringIO(text), delimiter="\t" if path.suffix == ".tsv" else ","))
+        if not rows:
+            return []
+        timed = {i for i, name in enumerate(rows[0]) if is_wall_clock(name)}
+        return [
+            ",".join(WALL_CLOCK if i in timed and r else normalise(c, root) for i, c in enumerate(row))
+            for r, row in enumerate(rows)
+        ]
+    return [normalise(line, root) for line in text.splitlines()]
+
+
+def file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def compare_file(a: Path, b: Path, root_a: str | None = None, root_b: str | None = None) -> dict | None:
+    """None when the two are the same (after normalising), else where they first differ."""
+    if a.suffix in BINARY_SUFFIXES:
+        ha, hb = file_hash(a), file_hash(b)
+        return None if ha == hb else {"line": None, "a": f"sha256 {ha[:16]}", "b": f"sha256 {hb[:16]}"}
+    la, lb = table_lines(a, root_a), table_lines(b, root_b)
+    for n, (x, y) in enumerate(zip(la, lb, strict=False), start=1):
+        if x != y:
+            return {"line": n, "a": x[:400], "b": y[:400]}
+    if len(la) != len(lb):
+        n = min(len(la), len(lb)) + 1
+        return {
+            "line": n,
+            "a": (la[n - 1] if len(la) >= n else "<end of file>")[:400],
+            "b": (lb[n - 1] if len(lb) >= n else "<end of file>")[:400],
+        }
+    return None
+
+
+def compared_files(run: Path, parts: tuple[str, ...]) -> list[str]:
+    """The tables (and binary model/dataset files) of a run folder under `parts`, relative to the run folder."""
+    out = []
+    for part in parts:
+        target = run / part
+        files = [target] if target.is_file() else sorted(p for p in target.rglob("*") if p.is_file())
+        for p in files:
+            if p.suffix in TABLE_SUFFIXES + BINARY_SUFFIXES and ".tmp" not in p.name:
+                out.append(str(p.relative_to(run)))
+    return out
+
+
+def compare_runs(a: Path, b: Path, parts: tuple[str, ...]) -> dict:
+    """{"identical": [paths], "differing": [{"path", "line", "a", "b"}]}, paths relative to the run folders."""
+    a, b = Path(a), Path(b)
+    names = sorted(set(compared_files(a, parts)) | set(compared_files(b, parts)))
+    identical, differing = [], []
+    for name in names:
+        pa, pb = a / name, b / name
+        if not (pa.is_file() and pb.is_file()):
+            differing.append({"path": name, "line": None, "a": str(pa.is_file()), "b": str(pb.is_file())})
+            continue
+        diff = compare_file(pa, pb, str(a.resolve().parent.parent), str(b.resolve().parent.parent))
+        if diff is None:
+            identical.append(name)
+        else:
+            differing.append({"path": name, **diff})
+    return {"identical": identical, "differing": differing}

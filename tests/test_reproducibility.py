@@ -1,0 +1,51 @@
+"""The run comparison of `make reproduce-check`: wall-clock aside, any other difference is reported with its line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from terminus.reproducibility import compare_runs
+
+
+def write_run(root: Path, *, reward: float, duration: float, timing: str, runtime: float) -> Path:
+    run = root / "results" / "smoke"
+    (run / "training").mkdir(parents=True)
+    (run / "collect").mkdir()
+    (run / "eval").mkdir()
+    (run / "training" / "summary.json").write_text(
+        json.dumps({"sft": {"fact_recall": 0.5}, "grpo": {"reward_last": reward}, "train_runtime": runtime})
+    )
+    record = {"id": "t1", "duration_s": duration, "messages": [{"role": "tool", "content": f"2 passed in {timing}"}],
+              "workspace": str(root / "results" / "smoke" / "tasks" / "repos" / "a")}  # fmt: skip
+    (run / "collect" / "trajectories.jsonl").write_text(json.dumps(record) + "\n")
+    (run / "eval" / "summary.csv").write_text(f"cell,resolve_rate,wall_s\nreader__none,0.5,{duration}\n")
+    return run
+
+
+def test_wall_clock_fields_timing_text_and_the_run_folder_do_not_count(tmp_path):
+    a = write_run(tmp_path / "a", reward=0.25, duration=1.5, timing="0.03s", runtime=10.0)
+    b = write_run(tmp_path / "b", reward=0.25, duration=2.9, timing="0.41s", runtime=13.0)
+    result = compare_runs(a, b, ("training/summary.json", "collect", "eval/summary.csv"))
+    assert result["differing"] == []
+    assert result["identical"] == ["collect/trajectories.jsonl", "eval/summary.csv", "training/summary.json"]
+
+
+def test_a_changed_figure_is_reported_with_its_first_differing_line(tmp_path):
+    a = write_run(tmp_path / "a", reward=0.25, duration=1.5, timing="0.03s", runtime=10.0)
+    b = write_run(tmp_path / "b", reward=0.5, duration=1.5, timing="0.03s", runtime=10.0)
+    (b / "eval" / "summary.csv").write_text("cell,resolve_rate,wall_s\nreader__none,0.75,1.5\n")
+    result = compare_runs(a, b, ("training/summary.json", "eval/summary.csv", "collect"))
+    differing = {d["path"]: d for d in result["differing"]}
+    assert set(differing) == {"training/summary.json", "eval/summary.csv"}
+    assert "0.25" in differing["training/summary.json"]["a"] and "0.5" in differing["training/summary.json"]["b"]
+    assert differing["eval/summary.csv"]["line"] == 2
+    assert result["identical"] == ["collect/trajectories.jsonl"]
+
+
+def test_a_file_only_one_run_has_differs(tmp_path):
+    a = write_run(tmp_path / "a", reward=0.25, duration=1.5, timing="0.03s", runtime=10.0)
+    b = write_run(tmp_path / "b", reward=0.25, duration=1.5, timing="0.03s", runtime=10.0)
+    (a / "collect" / "extra.json").write_text("{}")
+    result = compare_runs(a, b, ("collect",))
+    assert [d["path"] for d in result["differing"]] == ["collect/extra.json"]
