@@ -59,6 +59,9 @@ rule sft_data:
         directory(f"{RUN}/sft-data"),
     log:
         f"{RUN}/logs/sft_data.log",
+    params:
+        augment=config["model"]["augment"],
+        seed=config["seed"],
     conda:
         ENV
     resources:
@@ -66,7 +69,7 @@ rule sft_data:
         runtime=30,
     shell:
         "terminus sft-data --trajectories {input.trajectories} --tasks {input.tasks} --verdicts {input.verdicts} "
-        "--out {output} > {log} 2>&1"
+        "--out {output} --augment {params.augment} --seed {params.seed} > {log} 2>&1"
 
 
 rule judge_validity:

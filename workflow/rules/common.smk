@@ -1,12 +1,32 @@
 # Helpers shared by the rules: paths of the run, the config file in use, what the base model is.
+import json
 from pathlib import Path
+
+import yaml
 
 from terminus.eval.cells import cell_names, cell_needs_gpu, cell_subagent
 
 RUN = f"results/{config['run']}"
-# The config file the CLI stages read: the last --configfile given, else the default. The CLI validates it the
-# same way, so the rules and the stages always agree.
-CONFIG_FILE = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_configfiles else "configs/config.yaml"
+
+
+def effective_configfile():
+    """The config file the CLI stages read: the last --configfile given, else the default. With `--config key=value`
+    overrides (e.g. `--config seed=1 run=learning-1`), the merged config written to results/<run>/config.yaml
+    (rewritten only when it changes), so that the stages see the overrides too. The CLI validates it the same way,
+    so the rules and the stages always agree."""
+    given = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_configfiles else "configs/config.yaml"
+    if not workflow.config_settings.config:
+        return given
+    path = Path(RUN) / "config.yaml"
+    merged = yaml.safe_dump(json.loads(json.dumps(config)), sort_keys=False)
+    text = f"# {given} with --config {dict(workflow.config_settings.config)}\n{merged}"
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(path)
+
+
+CONFIG_FILE = effective_configfile()
 JUDGE_FILES = [config["judge"]["rubric"], config["judge"]["scorer"], config["judge"]["prompts"]]
 NOTEBOOKS = ["corpus", "training", "evaluation", "delegation", "case_study"]
 # One eval job per grid cell (<main>__<sub>__<bench>__<seed>), each with its own resources.

@@ -126,6 +126,8 @@ def sft_data(
     verdicts: Path = typer.Option(None, help="Judge verdicts (from `terminus judge`) to filter by reward."),
     min_recall: float = typer.Option(1.0, help="Minimum fact recall."),
     min_reward: float = typer.Option(0.5, help="Minimum judge reward (with --verdicts)."),
+    augment: int = typer.Option(0, help="Renamed copies of each training conversation (terminus.train.augment)."),
+    seed: int = typer.Option(0, help="Seed of the renamings."),
 ) -> None:
     """Filter trajectories and convert them to chat conversations with tool calls for TRL's SFTTrainer."""
     from terminus.tasks.record import TaskFileError
@@ -133,7 +135,14 @@ def sft_data(
 
     try:
         counts = build_sft_dataset(
-            trajectories, tasks, out, verdicts=verdicts, min_recall=min_recall, min_reward=min_reward
+            trajectories,
+            tasks,
+            out,
+            verdicts=verdicts,
+            min_recall=min_recall,
+            min_reward=min_reward,
+            augment=augment,
+            seed=seed,
         )
     except (TaskFileError, FileNotFoundError, ValueError) as err:
         _fail(str(err))
