@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: demo test test-slow lint sysdeps benchmarks clean install-profiles cache-results dry-run-paper notebooks \
-	reproduce-check
+	reproduce-check lab
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,16 @@ dry-run-paper: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python scripts/run_notebooks.py results/cached
+
+# JupyterLab on notebooks/: registers this venv as the Jupyter kernel `terminus` (for any Jupyter front end), and the
+# notebooks read results/cached/, or a run: `make lab RUN=results/smoke`. Figures go to results/figures-<run>/ (as
+# with `make notebooks`), never into the committed results/cached/. LAB_ARGS passes flags, e.g. --no-browser.
+RUN ?= results/cached
+lab: $(STAMP)
+	@test -d $(RUN) || { echo "error: $(RUN) is not a results folder (make lab RUN=results/<run>)"; exit 2; }
+	$(BIN)/python -m ipykernel install --user --name terminus --display-name "terminus (.venv)"
+	TERMINUS_RESULTS=$(abspath $(RUN)) TERMINUS_FIGURES=$(CURDIR)/results/figures-$(notdir $(abspath $(RUN))) \
+		$(BIN)/jupyter lab notebooks/ $(LAB_ARGS)
 
 test: $(STAMP) sysdeps lint
 	$(BIN)/pytest -m "not slow"

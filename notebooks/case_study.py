@@ -16,8 +16,10 @@
 # the subagent's commands, and the exact summary the main agent received.
 
 # %% tags=["parameters"]
-results = "results/cached"  # or a run folder, e.g. "results/smoke"
-figures = None  # default: <results>/figures
+import os
+
+results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # or a run folder; `make lab RUN=results/smoke` sets it
+figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures
 
 # %%
 from terminus import analysis

@@ -15,8 +15,10 @@
 # Languages, task types (next to the paper's 2,692 / 2,166 / 969 / 106), sources and the split by repository.
 
 # %% tags=["parameters"]
-results = "results/cached"  # or a run folder, e.g. "results/smoke"
-figures = None  # default: <results>/figures
+import os
+
+results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # or a run folder; `make lab RUN=results/smoke` sets it
+figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures
 
 # %%
 from terminus import analysis

@@ -15,8 +15,10 @@
 # Every cell with its 95% bootstrap interval; the judge's validity next to it.
 
 # %% tags=["parameters"]
-results = "results/cached"  # or a run folder, e.g. "results/smoke"
-figures = None  # default: <results>/figures
+import os
+
+results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # or a run folder; `make lab RUN=results/smoke` sets it
+figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures
 
 # %%
 from terminus import analysis
