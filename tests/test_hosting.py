@@ -25,6 +25,7 @@ import typer.main
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from typer.testing import CliRunner
 
+import readme
 from mcp_client import server_env, terminus_argv, text_of
 from terminus.cli import app
 from terminus.hosting import use_lines
@@ -32,7 +33,6 @@ from terminus.tasks.synthetic import generate
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "mcp"
-README = (ROOT / "README.md").read_text()
 COMMANDS = typer.main.get_command(app).commands
 
 
@@ -43,9 +43,8 @@ def parse(command: str, args: list[str]) -> dict:
 
 
 def in_readme(text: str) -> bool:
-    """The README shows the snippet as an indented block, line for line."""
-    block = "\n".join(f"    {line}" if line else "" for line in text.strip("\n").splitlines())
-    return block in README
+    """The README shows the snippet as one of its code blocks, line for line."""
+    return text.strip("\n") in {block.body.strip("\n") for block in readme.blocks()}
 
 
 def test_claude_code_snippet():
