@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: demo test test-slow lint sysdeps benchmarks clean install-profiles cache-results dry-run-paper notebooks \
-	reproduce-check lab
+	reproduce-check learning lab
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,16 @@ cache-results:
 # The smoke DAG twice from scratch in two copies of the tree; every table compared -> results/benchmarks/reproducibility.json
 reproduce-check: $(STAMP) sysdeps
 	$(BIN)/python scripts/reproduce_check.py
+
+# Does the tiny model learn the task? configs/learning.yaml once per seed (each a whole run, ~30-45 min on 2 cores),
+# then the targets -> results/benchmarks/learning.json and the tables -> results/cached/learning/.
+SEEDS ?= 0 1 2
+learning: $(STAMP) sysdeps
+	for s in $(SEEDS); do \
+	  $(BIN)/snakemake results/learning-$$s/training/summary.json --workflow-profile workflow/profiles/local \
+	    --configfile configs/learning.yaml --config seed=$$s run=learning-$$s || exit 1; \
+	done
+	$(BIN)/python benchmarks/learning.py --seeds $(SEEDS) --cache results/cached/learning
 
 dry-run-paper: $(STAMP)
 	$(BIN)/snakemake -n --configfile configs/paper.yaml --executor slurm --jobs 20 --quiet rules

@@ -2,6 +2,12 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: language_info
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -34,3 +40,18 @@ summary = analysis.load(results, "training")
 # %%
 fig = analysis.plot_training(sft, grpo, summary)
 analysis.save(fig, figures, "training")
+
+# %% [markdown]
+# ## Does the tiny model learn the task? (`make learning`: configs/learning.yaml, three seeds)
+# Each seed is a whole run (corpus, model, SFT, GRPO). Left: SFT loss per seed; middle: GRPO's Scorer reward per
+# seed, with the mean and the spread over seeds; right: held-out fact recall of base, SFT and GRPO, the mean over
+# seeds with its 95% interval and each seed as a dot. `results/benchmarks/learning.json` checks the targets.
+
+# %%
+runs = analysis.load_learning(results)
+if runs is None:
+    print(f"no learning runs under {results}/learning (they are in results/cached/learning)")
+else:
+    display(analysis.learning_table(runs))  # noqa: F821 (Jupyter's display)
+    fig = analysis.plot_learning(runs)
+    analysis.save(fig, figures, "learning")

@@ -126,6 +126,80 @@ def plot_training(sft: pd.DataFrame, grpo: pd.DataFrame, summary: dict):
     return fig
 
 
+def load_learning(results: Path) -> dict[int, dict] | None:
+    """The learning runs' tables (`make learning` -> <results>/learning/seed-<s>/), or None where there are none."""
+    folder = Path(results) / "learning"
+    seeds = sorted(folder.glob("seed-*")) if folder.is_dir() else []
+    if not seeds:
+        return None
+
+    def frame(path: Path) -> pd.DataFrame:
+        return pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
+
+    return {
+        int(d.name.split("-")[1]): {
+            "summary": json.loads((d / "training__summary.json").read_text()),
+            "sft": frame(d / "models__sft__metrics.jsonl"),
+            "grpo": frame(d / "models__grpo__metrics.jsonl"),
+        }
+        for d in seeds
+    }
+
+
+# two-sided 95% Student t quantiles by degrees of freedom (seeds - 1)
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def seed_interval(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95% t-interval over seeds (0 for one seed)."""
+    import statistics
+
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, 0.0
+    return mean, _T975.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
+
+
+def learning_table(runs: dict[int, dict]) -> pd.DataFrame:
+    """Base, SFT and GRPO on held-out tasks: mean over seeds with a 95% interval, and each seed's value."""
+    rows = []
+    for stage in ("base", "sft", "grpo"):
+        for key in ("final_answer_rate", "fact_recall"):
+            values = [r["summary"][stage][key] for r in runs.values()]
+            mean, half = seed_interval(values)
+            rows.append({"model": stage, "metric": key, "mean": round(mean, 3), "ci95": round(half, 3),
+                         **{f"seed {s}": r["summary"][stage][key] for s, r in runs.items()}})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def plot_learning(runs: dict[int, dict]):
+    """Each seed's SFT loss and GRPO reward with the spread over seeds, and held-out recall with intervals."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    for col, (stage, metric, title) in enumerate((("sft", "loss", "SFT loss"), ("grpo", "reward", "GRPO reward"))):
+        curves = []
+        for seed, run in runs.items():
+            data = run[stage].dropna(subset=[metric]) if metric in run[stage] else run[stage].iloc[0:0]
+            axes[col].plot(data["step"], data[metric], alpha=0.5, label=f"seed {seed}")
+            curves.append(data.set_index("step")[metric])
+        if curves:
+            both = pd.concat(curves, axis=1)
+            axes[col].plot(both.index, both.mean(axis=1), "k-", label="mean")
+            axes[col].fill_between(both.index, both.min(axis=1), both.max(axis=1), color="k", alpha=0.1,
+                                   label="spread over seeds")  # fmt: skip
+        axes[col].set(title=title, xlabel="step", ylabel=metric)
+        axes[col].legend(fontsize=8)
+    table = learning_table(runs)
+    recall = table[table["metric"] == "fact_recall"]
+    axes[2].bar(recall["model"], recall["mean"], yerr=recall["ci95"], capsize=6, color=["#999", "#4c72b0", "#dd8452"])
+    for i, (_, row) in enumerate(recall.iterrows()):
+        seeds = [row[c] for c in row.index if c.startswith("seed ")]
+        axes[2].scatter([i] * len(seeds), seeds, color="k", s=12, zorder=3)
+    axes[2].set(title="Held-out fact recall (95% CI over seeds)", ylim=(0, 1), ylabel="fact recall")
+    return fig
+
+
 # -- the grid -----------------------------------------------------------------------------------------------
 def grid_long(summary: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     rows = []
