@@ -23,6 +23,7 @@ import yaml
 
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
 from terminus.agent.terminal import TERMINAL_TOOL, observation
+from terminus.agent.timing import normalise_timing
 from terminus.errors import TerminusError, debug_enabled
 from terminus.mainagent.submit import tree_diff
 from terminus.mainagent.tokens import TokenCounter
@@ -148,7 +149,7 @@ class Workbench:
             result.direct_commands.append({"command": command, "after": result.subagent_calls})
             out = self.box.run(command, float(args.get("timeout_ms", 120_000)) / 1000)
             result.timeouts += int(out.timed_out)
-            return truncate(observation(out))
+            return truncate(normalise_timing(observation(out)))  # as every model reads output (agent/timing.py)
         if name == "read_file":
             return self.read(str(args.get("path", "")))
         if name == "edit_file":
