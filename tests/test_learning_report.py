@@ -1,0 +1,84 @@
+"""The learning report: benchmarks/learning.py checks the targets from the runs' summaries (a miss is reported as
+a miss), and the training notebook's functions summarise the seeds with intervals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from terminus import analysis
+from terminus.config import ROOT
+
+
+def fake_run(folder: Path, seed: int, sft_recall: float, rise: float) -> None:
+    """One learning run's tables, in the layout the training stages write."""
+    summary = {
+        "base": {"final_answer_rate": 0.0, "fact_recall": 0.0, "n": 50},
+        "sft": {"final_answer_rate": 0.95, "fact_recall": sft_recall, "n": 50},
+        "grpo": {
+            "final_answer_rate": 0.96,
+            "fact_recall": sft_recall + 0.02,
+            "n": 50,
+            "reward_first": 0.4,
+            "reward_last": 0.4 + rise,
+            "steps": 8,
+            "reward_curve": [[s, 0.4 + rise * s / 8] for s in range(1, 9)],
+        },
+    }
+    (folder / "training").mkdir(parents=True)
+    (folder / "training" / "summary.json").write_text(json.dumps(summary))
+    (folder / "models" / "sft").mkdir(parents=True)
+    (folder / "models" / "grpo").mkdir(parents=True)
+    (folder / "models" / "sft" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "loss": 3.0 / s + seed * 0.01}) + "\n" for s in range(1, 11))
+    )
+    (folder / "models" / "grpo" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "reward": 0.4 + rise * s / 8, "reward_std": 0.1}) + "\n" for s in range(1, 9))
+    )
+
+
+def report(tmp_path: Path, runs: dict[int, tuple[float, float]]) -> dict:
+    for seed, (recall, rise) in runs.items():
+        fake_run(tmp_path / f"learning-{seed}", seed, recall, rise)
+    out = tmp_path / "learning.json"
+    cmd = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "learning.py"),
+        "--prefix",
+        str(tmp_path / "learning"),
+        "--seeds",
+        *map(str, runs),
+        "--out",
+        str(out),
+        "--cache",
+        str(tmp_path / "cached" / "learning"),
+    ]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(out.read_text())
+
+
+def test_targets_met_and_missed(tmp_path):
+    met = report(tmp_path / "a", {0: (0.6, 0.1), 1: (0.55, 0.12), 2: (0.7, 0.09)})
+    assert met["seeds"] == [0, 1, 2] and [r["seed"] for r in met["per_seed"]] == [0, 1, 2]
+    assert met["per_seed"][0]["grpo"]["reward_last_quarter"] == pytest.approx(0.5)
+    assert all(t["met"] for t in met["targets"].values())
+    missed = report(tmp_path / "b", {0: (0.2, 0.1), 1: (0.3, -0.05), 2: (0.25, 0.2)})
+    assert not missed["targets"]["sft_fact_recall"]["met"]
+    assert not missed["targets"]["grpo_reward_rises_every_seed"]["met"]
+    assert not missed["targets"]["grpo_mean_rise_over_std"]["met"]  # mean 0.083 < std 0.125
+
+
+def test_notebook_functions_read_the_cached_learning_tables(tmp_path):
+    report(tmp_path, {0: (0.5, 0.1), 1: (0.6, 0.1), 2: (0.7, 0.1)})
+    runs = analysis.load_learning(tmp_path / "cached")
+    assert sorted(runs) == [0, 1, 2]
+    table = analysis.learning_table(runs)
+    sft = table[(table["model"] == "sft") & (table["metric"] == "fact_recall")].iloc[0]
+    assert sft["mean"] == pytest.approx(0.6) and sft["ci95"] == pytest.approx(4.303 * 0.1 / 3**0.5, abs=1e-3)
+    fig = analysis.plot_learning(runs)
+    assert len(fig.axes) == 3
+    assert analysis.load_learning(tmp_path / "nothing-here") is None
