@@ -58,5 +58,5 @@ def test_eval_subagent_models_become_absolute_folders_or_stay_hub_ids(tmp_path, 
 
 @pytest.mark.parametrize("model", ["results/not-made/export", "./missing", "/no/such/folder"])
 def test_a_missing_local_model_folder_is_named(model):
-    with pytest.raises(CellError, match="model folder .* does not exist"):
+    with pytest.raises(CellError, match=r"model folder .* does not exist"):
         check_models({"subagents": [{"name": "tiny", "policy": "vllm", "model": model}]})
