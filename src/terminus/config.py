@@ -1,19 +1,23 @@
-"""Experiment configs: read, validate against configs/schema/config.schema.yaml, fill defaults, hash."""
+"""Experiment configs: read, validate against configs/schema/config.schema.yaml, fill defaults, hash. Also the
+repository root (`ROOT`) and how paths given relative to it are found (`resolve`, `resolve_model`).
+
+Imported by the agent loop and every stage, so only light modules load at import time (jsonschema takes
+seconds to import; it loads when a config is read)."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import subprocess
 from pathlib import Path
 
-import jsonschema
 import yaml
 
 from terminus.errors import TerminusError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: configs/, results/, examples/
 SCHEMA = ROOT / "configs" / "schema" / "config.schema.yaml"
 DEFAULT = ROOT / "configs" / "config.yaml"
 
@@ -23,6 +27,8 @@ class ConfigError(TerminusError, ValueError):
 
 
 def _with_defaults(validator_class):
+    import jsonschema
+
     validate_properties = validator_class.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):
@@ -37,7 +43,12 @@ def _with_defaults(validator_class):
     return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
 
 
-FillingValidator = _with_defaults(jsonschema.Draft202012Validator)
+@functools.cache
+def _filling_validator():
+    """The schema's validator that also fills in defaults (made once, on first use)."""
+    import jsonschema
+
+    return _with_defaults(jsonschema.Draft202012Validator)
 
 
 def load_config(path: Path | str | None = None) -> dict:
@@ -53,7 +64,7 @@ def load_config(path: Path | str | None = None) -> dict:
         raise ConfigError(f"{path} is not valid YAML: {err}") from None
     schema = yaml.safe_load(SCHEMA.read_text())
     config = copy.deepcopy(raw)
-    errors = sorted(FillingValidator(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
+    errors = sorted(_filling_validator()(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         lines = []
         for err in errors[:5]:
@@ -91,6 +102,17 @@ def resolve(path: str | Path) -> Path:
     """A config path: absolute as is, relative to the repository root otherwise (so any cwd works)."""
     path = Path(path).expanduser()
     return path if path.is_absolute() else ROOT / path
+
+
+def resolve_model(name: str | Path) -> str:
+    """A path that may also be a hub id (a recipe's model, dataset or task file; an eval subagent's model): one
+    that exists, from the working directory or else from the repository root, as an absolute path; anything else
+    as given, so that a hub id such as `Qwen/Qwen3-4B` stays one."""
+    given = Path(name).expanduser()
+    for path in (given.absolute(), resolve(given)):
+        if path.exists():
+            return str(path)
+    return str(given) if given.is_absolute() else str(name)
 
 
 def _resolve_paths(config: dict) -> None:

@@ -28,50 +28,36 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def _env(name: str) -> str:
-    return f"TERMINUS_MCP_{name}"
+# Every `terminus mcp` flag can also come from the environment variable TERMINUS_MCP_<FLAG>, for clients that only
+# pass an environment (the command is registered with these settings).
+MCP_SETTINGS = {"auto_envvar_prefix": "TERMINUS_MCP"}
 
 
 def mcp_command(
     repo: Path = typer.Option(
         Path("."),
-        envvar=_env("REPO"),
         help="Repository the subagent works on (a fresh copy per call, so it sees your latest edits; your tree is "
         "never modified).",
     ),
-    policy: str = typer.Option("scripted", envvar=_env("POLICY"), help=" | ".join(POLICIES)),
-    model: str = typer.Option(None, envvar=_env("MODEL"), help="Served model name (openai) or hub id/folder."),
+    policy: str = typer.Option("scripted", help=" | ".join(POLICIES)),
+    model: str = typer.Option(None, help="Served model name (openai) or hub id/folder."),
     base_url: str = typer.Option(
-        None,
-        envvar=_env("BASE_URL"),
-        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (`terminus serve` prints it).",
+        None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (`terminus serve` prints it)."
     ),
     api_key_env: str = typer.Option(
-        None,
-        envvar=_env("API_KEY_ENV"),
-        help="Variable holding the endpoint's API key (default: OPENAI_API_KEY, none needed for local servers).",
+        None, help="Variable holding the endpoint's API key (default: OPENAI_API_KEY, none needed for local servers)."
     ),
-    sandbox: str = typer.Option(
-        None, envvar=_env("SANDBOX"), help=f"{' | '.join(BACKENDS)} (default: bwrap where installed)."
-    ),
-    image: str = typer.Option(None, envvar=_env("IMAGE"), help="Image for --sandbox docker or apptainer."),
-    max_turns: int = typer.Option(10, min=2, envvar=_env("MAX_TURNS"), help="Turn limit per call."),
-    request_timeout: float = typer.Option(
-        120.0, min=1.0, envvar=_env("REQUEST_TIMEOUT"), help="Seconds to wait for one model reply (openai)."
-    ),
+    sandbox: str = typer.Option(None, help=f"{' | '.join(BACKENDS)} (default: bwrap where installed)."),
+    image: str = typer.Option(None, help="Image for --sandbox docker or apptainer."),
+    max_turns: int = typer.Option(10, min=2, help="Turn limit per call."),
+    request_timeout: float = typer.Option(120.0, min=1.0, help="Seconds to wait for one model reply (openai)."),
     trajectories: Path = typer.Option(
-        None,
-        envvar=_env("TRAJECTORIES"),
-        help="Keep every call's trajectory in DIR/trajectories.jsonl (the record `terminus collect` writes).",
+        None, help="Keep every call's trajectory in DIR/trajectories.jsonl (the record `terminus collect` writes)."
     ),
     http: int = typer.Option(
-        None,
-        min=1,
-        max=65535,
-        envvar=_env("HTTP"),
-        help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio.",
+        None, min=1, max=65535, help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio."
     ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", envvar=_env("VERBOSE"), help="Log at INFO level."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log at INFO level."),
 ) -> None:
     """Serve the Execution Subagent to coding agents over MCP (stdio by default) as the tool `execution_subagent`.
 

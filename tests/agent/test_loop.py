@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -11,8 +12,9 @@ import time
 
 import pytest
 
-from terminus.agent.loop import AgentConfig, ExecutionSubagent
+from terminus.agent.loop import AgentConfig, ExecutionSubagent, Prompts
 from terminus.agent.parsing import parse_final_answer, parse_tool_calls
+from terminus.mainagent.harness import MainPrompts
 from terminus.sandbox import make_sandbox
 
 
@@ -217,3 +219,15 @@ ExecutionSubagent(FixedReplies([call("echo one"), call("echo two"), call("sleep 
     record = json.loads(out.read_text())
     assert [t["command"] for t in record["turns"]] == ["echo one", "echo two"]
     assert record["termination"] is None and record["schema"] == "terminus.trajectory/1"
+
+
+@pytest.mark.parametrize(("make", "what"), [(Prompts, "prompt file"), (MainPrompts, "main-agent prompt file")])
+def test_a_prompt_file_without_every_key_is_named(tmp_path, make, what):
+    """The subagent's and the main agent's prompts load through one class; each names its own file and keys."""
+    path = tmp_path / "prompts.yaml"
+    path.write_text("system: hi\n")
+    with pytest.raises(ValueError, match=re.escape(f"{what} {path} lacks the keys ['user'")):
+        make(path)
+    path.write_text("system: [unclosed\n")
+    with pytest.raises(ValueError, match=re.escape(f"cannot read {what} {path}:")):
+        make(path)

@@ -21,13 +21,14 @@ import yaml
 from terminus.agent.parsing import FormatError, parse_final_answer, parse_tool_calls
 from terminus.agent.terminal import TERMINAL_TOOL, TOOL_NAME, Terminal, ToolCallError, observation
 from terminus.agent.trajectory import Trajectory, Turn
+from terminus.config import ROOT
 from terminus.errors import TerminusError, debug_enabled
 from terminus.io import write_json_atomic
 from terminus.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PROMPTS = Path(__file__).resolve().parents[3] / "configs" / "agent" / "execution_subagent.yaml"
+DEFAULT_PROMPTS = ROOT / "configs" / "agent" / "execution_subagent.yaml"
 PROMPT_KEYS = (
     "system",
     "user",
@@ -72,43 +73,38 @@ class AgentConfig:
 
 
 class Prompts:
-    def __init__(self, path: Path) -> None:
+    """Jinja prompts from a YAML file that must hold every one of `keys` (`what` names the file in errors)."""
+
+    def __init__(self, path: Path, keys: tuple[str, ...] = PROMPT_KEYS, what: str = "prompt file") -> None:
         try:
             raw = yaml.safe_load(Path(path).read_text())
         except (OSError, yaml.YAMLError) as err:
-            raise ValueError(f"cannot read prompt file {path}: {err}") from err
-        missing = [k for k in PROMPT_KEYS if not isinstance(raw, dict) or k not in raw]
+            raise ValueError(f"cannot read {what} {path}: {err}") from err
+        missing = [k for k in keys if not isinstance(raw, dict) or k not in raw]
         if missing:
-            raise ValueError(f"prompt file {path} lacks the keys {missing}")
-        env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
-        self.templates = {k: env.from_string(raw[k]) for k in PROMPT_KEYS}
+            raise ValueError(f"{what} {path} lacks the keys {missing}")
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+        self.templates = {k: env.from_string(raw[k]) for k in keys}
 
     def render(self, key: str, **values) -> str:
         return self.templates[key].render(**values).strip()
 
 
 class Exit(Exception):
-    termination = "final_answer"
+    """The episode ends; `termination` is the record's (final_answer, turn_limit, timeout_forced, input_forced,
+    format_error)."""
+
+    def __init__(self, termination: str) -> None:
+        super().__init__(termination)
+        self.termination = termination
 
 
-class Submitted(Exit):
-    termination = "final_answer"
-
-
-class TurnLimit(Exit):
-    termination = "turn_limit"
-
-
-class TimeoutForced(Exit):
-    termination = "timeout_forced"
-
-
-class InputForced(Exit):
-    termination = "input_forced"
-
-
-class FormatLimit(Exit):
-    termination = "format_error"
+def assistant_message(reply: dict) -> dict:
+    """A policy's reply as the conversation keeps it: its text, and its tool calls when it made any."""
+    message = {"role": "assistant", "content": reply.get("content") or ""}
+    if reply.get("tool_calls"):
+        message["tool_calls"] = reply["tool_calls"]
+    return message
 
 
 class ExecutionSubagent:
@@ -184,9 +180,9 @@ class ExecutionSubagent:
             self._add({"role": "user", "content": self.prompts.render("last_turn")})
         reply = self._query(tools=[] if last else [TERMINAL_TOOL])
         if self._finish_if_answered(reply):
-            raise Submitted()
+            raise Exit("final_answer")
         if last:
-            raise TurnLimit()
+            raise Exit("turn_limit")
         try:
             calls = parse_tool_calls(reply)
             if not calls:
@@ -201,7 +197,7 @@ class ExecutionSubagent:
             self._add({"role": "user", "content": self.prompts.render("format_error", error=str(err))})
             self._save()
             if self._consecutive_errors >= self.config.max_format_errors:
-                raise FormatLimit() from None
+                raise Exit("format_error") from None
             return
         self._consecutive_errors = 0
         tool_message = {"role": "tool", "name": TOOL_NAME, "content": observation(result)}
@@ -236,13 +232,11 @@ class ExecutionSubagent:
         reply = self._query(tools=[])
         self._finish_if_answered(reply)
         self.traj.notes.append(self.prompts.render(note, **values))
-        raise TimeoutForced() if why == "timeout" else InputForced()
+        raise Exit(forced)  # the prompt's key is the termination
 
     def _query(self, tools: list[dict]) -> dict:
         reply = self.policy.respond(list(self.traj.messages), tools)
-        message = {"role": "assistant", "content": reply.get("content") or ""}
-        if reply.get("tool_calls"):
-            message["tool_calls"] = reply["tool_calls"]
+        message = assistant_message(reply)
         usage = reply.get("usage") or {}
         self.traj.prompt_tokens += int(usage.get("prompt_tokens", 0) or 0)
         self.traj.completion_tokens += int(usage.get("completion_tokens", 0) or 0)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[3]
+from terminus.config import ROOT
+
 FILES = {
     "corpus": "tasks/tasks.stats.json",
     "validation": "tasks/valid.validation.json",

@@ -9,9 +9,10 @@ import typer
 
 from terminus.cli import BACKENDS, _fail, app
 from terminus.cli_support import COPY_HELP, REQUEST_TIMEOUT_HELP, RETRIES_HELP, endpoint_options
+from terminus.config import ROOT
 from terminus.sandbox import SandboxError, default_backend, make_sandbox
 
-DEMO_PROJECT = Path(__file__).resolve().parents[3] / "examples" / "demo-project"
+DEMO_PROJECT = ROOT / "examples" / "demo-project"
 
 
 @app.command("run")

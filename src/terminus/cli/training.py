@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -12,34 +13,30 @@ from terminus.cli import BACKENDS, _config, _fail, _sandbox, app
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
 
+def _run_recipe(stage: str, trl_config: str, args: list[str]) -> None:
+    """`terminus <stage> --config configs/<stage>/<recipe>.yaml [--key value ...]`: terminus.train.<stage>'s parse
+    and main, the arguments passed through to TRL's parser."""
+    module = importlib.import_module(f"terminus.train.{stage}")
+    if not args or args[0] in ("-h", "--help"):
+        usage = f"terminus {stage} --config configs/{stage}/<recipe>.yaml [--key value ...]"
+        typer.echo(f"usage: {usage}  (TRL {trl_config} keys)")
+        raise typer.Exit(0)
+    try:
+        module.main(*module.parse(args))
+    except (FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+
+
 @app.command("sft", context_settings=PASS_THROUGH)
 def sft_command(ctx: typer.Context) -> None:
     """SFT with TRL: `terminus sft --config configs/sft/tiny.yaml [--key value ...]` (flags override the recipe)."""
-    from terminus.train.sft import main as sft_main
-    from terminus.train.sft import parse
-
-    if not ctx.args or ctx.args[0] in ("-h", "--help"):
-        typer.echo("usage: terminus sft --config configs/sft/<recipe>.yaml [--key value ...]  (TRL SFTConfig keys)")
-        raise typer.Exit(0)
-    try:
-        sft_main(*parse(ctx.args))
-    except (FileNotFoundError, ValueError) as err:
-        _fail(str(err))
+    _run_recipe("sft", "SFTConfig", ctx.args)
 
 
 @app.command("grpo", context_settings=PASS_THROUGH)
 def grpo_command(ctx: typer.Context) -> None:
     """GRPO with TRL, rollouts in sandboxes: `terminus grpo --config configs/grpo/tiny.yaml [--key value ...]`."""
-    from terminus.train.grpo import main as grpo_main
-    from terminus.train.grpo import parse
-
-    if not ctx.args or ctx.args[0] in ("-h", "--help"):
-        typer.echo("usage: terminus grpo --config configs/grpo/<recipe>.yaml [--key value ...]  (TRL GRPOConfig keys)")
-        raise typer.Exit(0)
-    try:
-        grpo_main(*parse(ctx.args))
-    except (FileNotFoundError, ValueError) as err:
-        _fail(str(err))
+    _run_recipe("grpo", "GRPOConfig", ctx.args)
 
 
 @app.command("export")

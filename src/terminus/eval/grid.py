@@ -180,7 +180,7 @@ def record_key(main: str, sub: str, benchmark: str, seed: int, task_id: str) -> 
 
 def check_models(eval_cfg: dict, names: list[str] | None = None) -> None:
     """Local-model subagents of the named cells (default: all) name folders that exist; paths become absolute."""
-    from terminus.config import resolve
+    from terminus.config import resolve, resolve_model
     from terminus.eval.cells import CellError
 
     wanted = {find_cell(eval_cfg, n)[1]["name"] for n in names} if names else None
@@ -189,12 +189,10 @@ def check_models(eval_cfg: dict, names: list[str] | None = None) -> None:
             continue
         if wanted is not None and sub["name"] not in wanted:
             continue
-        model = resolve(sub["model"])
-        if model.exists():
-            sub["model"] = str(model)
-        elif Path(sub["model"]).is_absolute() or sub["model"].startswith((".", "results/")):
-            raise CellError(f"eval.subagents {sub['name']}: model folder {model} does not exist")
-        # otherwise a hub id (e.g. Qwen/Qwen3-4B), loaded as is
+        model = resolve_model(sub["model"])  # an existing folder, absolute; else as given
+        if not Path(model).exists() and (Path(model).is_absolute() or model.startswith((".", "results/"))):
+            raise CellError(f"eval.subagents {sub['name']}: model folder {resolve(model)} does not exist")
+        sub["model"] = model  # a folder, or a hub id (e.g. Qwen/Qwen3-4B) loaded as is
 
 
 @contextlib.contextmanager

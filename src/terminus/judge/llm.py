@@ -22,12 +22,12 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from terminus.config import ROOT
 from terminus.errors import TerminusError
 from terminus.io import write_json_atomic
 from terminus.judge.rubric import Rubric
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PROMPTS = ROOT / "configs" / "judge" / "prompts.yaml"
 OUTPUT_CHARS = 800  # of each command's output shown to the judge (head and tail)
 

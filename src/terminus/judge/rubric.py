@@ -8,9 +8,9 @@ from pathlib import Path
 
 import yaml
 
+from terminus.config import ROOT
 from terminus.errors import TerminusError
 
-ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_RUBRIC = ROOT / "configs" / "judge" / "rubric.yaml"
 QUALITY = ("faithfulness", "completeness", "conciseness", "actionability", "efficiency")
 FAILURES = (

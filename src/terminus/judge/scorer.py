@@ -10,12 +10,12 @@ from pathlib import Path
 import yaml
 
 from terminus.agent.parsing import parse_final_answer
+from terminus.config import ROOT
 from terminus.errors import TerminusError
 from terminus.judge.facts import answer_text, check, observations_of
 from terminus.judge.llm import JudgeResult, LLMJudge
 from terminus.judge.rubric import Rubric, load_rubric
 
-ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_SCORER = ROOT / "configs" / "judge" / "scorer.yaml"
 SCHEMA = "terminus.verdict/1"
 

@@ -18,12 +18,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import jinja2
-import yaml
-
-from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
+from terminus.agent.loop import AgentConfig, ExecutionSubagent, Prompts, answer_text, assistant_message
 from terminus.agent.terminal import TERMINAL_TOOL, observation
 from terminus.agent.timing import normalise_timing
+from terminus.config import ROOT
 from terminus.errors import TerminusError, debug_enabled
 from terminus.mainagent.submit import tree_diff
 from terminus.mainagent.tokens import TokenCounter
@@ -78,26 +76,15 @@ SUBAGENT_TOOL = {  # the input of VS Code's execution_subagent (microsoft/vscode
     },
 }
 MAIN_TURNS = 40  # the main agent's turn budget
-DEFAULT_MAIN_PROMPTS = Path(__file__).resolve().parents[3] / "configs" / "mainagent" / "swe.yaml"
+DEFAULT_MAIN_PROMPTS = ROOT / "configs" / "mainagent" / "swe.yaml"
 MAIN_PROMPT_KEYS = ("system", "user", "turn_limit")
 
 
-class MainPrompts:
+class MainPrompts(Prompts):
     """The SWE main agent's Jinja prompts (configs/mainagent/swe.yaml)."""
 
     def __init__(self, path: Path = DEFAULT_MAIN_PROMPTS) -> None:
-        try:
-            raw = yaml.safe_load(Path(path).read_text())
-        except (OSError, yaml.YAMLError) as err:
-            raise ValueError(f"cannot read main-agent prompt file {path}: {err}") from err
-        missing = [k for k in MAIN_PROMPT_KEYS if not isinstance(raw, dict) or k not in raw]
-        if missing:
-            raise ValueError(f"main-agent prompt file {path} lacks the keys {missing}")
-        env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-        self.templates = {k: env.from_string(raw[k]) for k in MAIN_PROMPT_KEYS}
-
-    def render(self, key: str, **values) -> str:
-        return self.templates[key].render(**values).strip()
+        super().__init__(path, MAIN_PROMPT_KEYS, "main-agent prompt file")
 
 
 @dataclass
@@ -269,9 +256,7 @@ class MainAgentLoop:
                 result.turns += 1
                 names = [c.get("function", {}).get("name", "") for c in reply.get("tool_calls") or []]
                 result.per_turn.append({"prompt_tokens": prompt, "completion_tokens": completion, "tools": names})
-                message = {"role": "assistant", "content": reply.get("content") or ""}
-                if reply.get("tool_calls"):
-                    message["tool_calls"] = reply["tool_calls"]
+                message = assistant_message(reply)
                 messages.append(message)
                 if not reply.get("tool_calls"):
                     result.final_message = message["content"]

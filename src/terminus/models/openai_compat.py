@@ -131,8 +131,10 @@ class OpenAIPolicy:
     def _on_request(self, request) -> None:
         self._seen.retry = int(request.headers.get("x-stainless-retry-count") or 0)
 
-    def _fix(self) -> str:
-        return f"check that {self.base_url} is up and serves {self.model!r}, or raise --request-timeout/--max-retries"
+    def _gave_up(self, what: str, used: int) -> PolicyError:
+        """A call that failed after `used` retries: what happened, and what to check."""
+        fix = f"check that {self.base_url} is up and serves {self.model!r}, or raise --request-timeout/--max-retries"
+        return PolicyError(f"endpoint {self.base_url} {what}; {fix}", used)
 
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
         errors = self._errors
@@ -160,16 +162,10 @@ class OpenAIPolicy:
                 problem = str(err) if isinstance(err, MalformedReply) else f"malformed JSON ({err})"
             except errors.APITimeoutError as err:
                 used += self._seen.retry
-                raise PolicyError(
-                    f"endpoint {self.base_url} did not answer within {self.timeout_s:g} s "
-                    f"({used} retries); {self._fix()}",
-                    used,
-                ) from err
+                raise self._gave_up(f"did not answer within {self.timeout_s:g} s ({used} retries)", used) from err
             except errors.APIConnectionError as err:
                 used += self._seen.retry
-                raise PolicyError(
-                    f"endpoint {self.base_url} is unreachable ({used} retries): {err}; {self._fix()}", used
-                ) from err
+                raise self._gave_up(f"is unreachable ({used} retries): {err}", used) from err
             except errors.AuthenticationError as err:
                 raise PolicyError(f"endpoint {self.base_url} rejected the API key: {err}", used) from err
             except errors.NotFoundError as err:
@@ -178,11 +174,8 @@ class OpenAIPolicy:
                 ) from err
             except errors.APIStatusError as err:
                 used += self._seen.retry
-                raise PolicyError(
-                    f"endpoint {self.base_url} failed with HTTP {err.status_code} after {used} "
-                    f"retries: {err.message}; {self._fix()}",
-                    used,
-                ) from err
+                what = f"failed with HTTP {err.status_code} after {used} retries: {err.message}"
+                raise self._gave_up(what, used) from err
             else:
                 reply["retries"] = used
                 return reply

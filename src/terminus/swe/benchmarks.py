@@ -11,12 +11,12 @@ from pathlib import Path
 
 import yaml
 
+from terminus.config import ROOT
 from terminus.swe.families import FAMILIES, DatasetError, load_rows, to_instance
 from terminus.swe.record import RepairInstance
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[3]
 CONFIG_DIR = ROOT / "configs" / "benchmarks"
 BENCHMARKS = ("swebench-verified", "swebench-pro", "swe-sharp")
 REQUIRED = ("name", "family", "dataset", "split")

@@ -63,6 +63,22 @@ def assign_splits(repos: list[str], shares: dict[str, float], seed: int) -> dict
     return result
 
 
+def _snapshot_tasks(snapshot: str, task_types, meta: dict, **fields) -> list[Task]:
+    """One task per type on the snapshot `repos/<snapshot>` (a synthetic project or a registry mutant); queries
+    are made later, for every source at once."""
+    return [
+        Task(
+            id=f"{snapshot}-{SHORT[t]}",
+            task_type=t,
+            query="",
+            workspace=f"repos/{snapshot}",
+            meta=dict(meta),
+            **fields,
+        )
+        for t in task_types
+    ]
+
+
 def _synthetic(cfg: dict, seed: int, repos_dir: Path, progress) -> list[Task]:
     tasks = []
     domains = list(synthetic.DOMAINS)
@@ -77,28 +93,24 @@ def _synthetic(cfg: dict, seed: int, repos_dir: Path, progress) -> list[Task]:
                 )
                 snapshot = f"{language}-{project.spec.package}-{variant}"
                 project.write(repos_dir / snapshot)
-                for task_type in synthetic.TASK_TYPES[variant]:
-                    tasks.append(
-                        Task(
-                            id=f"{snapshot}-{SHORT[task_type]}",
-                            language=language,
-                            source="synthetic",
-                            repo=f"synthetic/{language}/{project.spec.package}",
-                            task_type=task_type,
-                            query="",
-                            facts=project.facts,
-                            workspace=f"repos/{snapshot}",
-                            variant=variant,
-                            meta={
-                                "domain": domain,
-                                "subfolder": project.spec.subfolder,
-                                "suites": project.spec.suites,
-                                "verbose": bool(project.spec.verbose_lines),
-                                "runner": language,
-                                **({"fix": synthetic.fix_for(project)} if variant == "fail" else {}),
-                            },
-                        )
-                    )
+                meta = {
+                    "domain": domain,
+                    "subfolder": project.spec.subfolder,
+                    "suites": project.spec.suites,
+                    "verbose": bool(project.spec.verbose_lines),
+                    "runner": language,
+                    **({"fix": synthetic.fix_for(project)} if variant == "fail" else {}),
+                }
+                tasks += _snapshot_tasks(
+                    snapshot,
+                    synthetic.TASK_TYPES[variant],
+                    meta,
+                    language=language,
+                    source="synthetic",
+                    repo=f"synthetic/{language}/{project.spec.package}",
+                    facts=project.facts,
+                    variant=variant,
+                )
                 progress()
     return tasks
 
@@ -148,27 +160,23 @@ def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, bac
             dest = repos_dir / snapshot
             shutil.rmtree(dest, ignore_errors=True)
             (work / f"mutant-{i}").rename(dest)
-            for task_type in ("test-execution", "error-diagnosis"):
-                tasks.append(
-                    Task(
-                        id=f"{snapshot}-{SHORT[task_type]}",
-                        language="python",
-                        source="registry",
-                        repo=f"pypi/{name}",
-                        task_type=task_type,
-                        query="",
-                        facts=mutant.facts,
-                        workspace=f"repos/{snapshot}",
-                        variant="mutant",
-                        meta={
-                            "package": name,
-                            "version": version,
-                            "mutation": f"{mutant.file}:{mutant.line} {mutant.original} -> {mutant.replacement}",
-                            "runner": "python",
-                            "fix": mutant.fix,
-                        },
-                    )
-                )
+            meta = {
+                "package": name,
+                "version": version,
+                "mutation": f"{mutant.file}:{mutant.line} {mutant.original} -> {mutant.replacement}",
+                "runner": "python",
+                "fix": mutant.fix,
+            }
+            tasks += _snapshot_tasks(
+                snapshot,
+                ("test-execution", "error-diagnosis"),
+                meta,
+                language="python",
+                source="registry",
+                repo=f"pypi/{name}",
+                facts=mutant.facts,
+                variant="mutant",
+            )
         shutil.rmtree(work, ignore_errors=True)
         progress()
     shutil.rmtree(repos_dir / ".registry-work", ignore_errors=True)

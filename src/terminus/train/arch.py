@@ -10,9 +10,10 @@ from pathlib import Path
 
 import yaml
 
+from terminus.config import ROOT
+
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[3]
 SPEC = ROOT / "configs" / "models" / "qwen3-4b.yaml"
 CHAT_TEMPLATE = ROOT / "configs" / "agent" / "chat_template.jinja"
 FIRST_ADDED_ID = 151643

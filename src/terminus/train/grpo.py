@@ -24,7 +24,8 @@ from pathlib import Path
 
 from terminus.agent.terminal import TERMINAL_TOOL
 from terminus.agent.timing import model_view
-from terminus.train.sft import MetricsJsonl, check_model_resolves, parse_recipe, resolve, train_and_save
+from terminus.config import resolve_model as resolve
+from terminus.train.sft import MetricsJsonl, check_model_resolves, parse_recipe, train_and_save
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from terminus.config import ROOT, resolve_model
+
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @dataclass
@@ -39,14 +40,6 @@ class MetricsJsonl(TrainerCallback):
             fh.write(json.dumps({"step": state.global_step, "epoch": state.epoch, **logs}) + "\n")
 
 
-def resolve(path: str) -> str:
-    """Local paths in recipes are relative to the repository root; hub ids stay as they are."""
-    candidate = Path(path)
-    if candidate.is_absolute() or candidate.exists() or not (ROOT / candidate).exists():
-        return path
-    return str(ROOT / candidate)
-
-
 def last_checkpoint(output_dir: str) -> str | None:
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -58,7 +51,7 @@ def check_model_resolves(model_id: str) -> dict:
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    local = Path(resolve(model_id))
+    local = Path(resolve_model(model_id))
     if model_id.startswith(("results/", "/", "./")) and not local.exists():
         return {"model": model_id, "source": "made by an earlier stage (not there yet)", "class": None}
     if local.is_dir():
@@ -90,7 +83,7 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
     from terminus.determinism import deterministic_torch
 
     deterministic_torch(training_args.seed)
-    model_id = resolve(model_args.model_name_or_path)
+    model_id = resolve_model(model_args.model_name_or_path)
     if script_args.dry_run:
         info = check_model_resolves(model_args.model_name_or_path)
         info.update(
@@ -101,7 +94,7 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
         )
         print(json.dumps(info, indent=1))
         return info
-    dataset_path = resolve(script_args.dataset_path)
+    dataset_path = resolve_model(script_args.dataset_path)
     if not Path(dataset_path).is_dir():
         raise FileNotFoundError(f"dataset {dataset_path} does not exist (make it with `terminus sft-data`)")
     data = load_from_disk(dataset_path)

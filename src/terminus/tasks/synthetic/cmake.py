@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from terminus.tasks.synthetic.common import Files, body, is_broken, mark, suite_of
+from terminus.tasks.synthetic.common import Files, body, cases_of, is_broken, mark, suite_of
 from terminus.tasks.synthetic.spec import Spec
 
 
@@ -41,20 +41,17 @@ def render(spec: Spec, out: Files) -> dict:
         out.add(test, "int main(int argc, char **argv) {", '    const char *name = argc > 1 ? argv[1] : "";')
         if spec.verbose_lines:
             out.add(test, "    replay_audit_log();")
-        for k, f in enumerate(spec.functions):
-            if suite_of(spec, k) != suite:
-                continue
-            for label, args, expected in f.cases:
-                case = f"{f.name}_{label}"
-                call = f"{f.name}({', '.join(map(str, args))})"
-                out.add(test, f'    if (strcmp(name, "{case}") == 0) {{', f"        long got = {call};")
-                line = out.add(
-                    test,
-                    f'        if (got != {expected}) {{ printf("{test}:%d: FAIL {call} == {expected}, '
-                    f'got %ld\\n", __LINE__, got); return 1; }}',
-                )
-                out.add(test, "        return 0;", "    }")
-                ids.append((k, label, case, f"{test}:{line}"))
+        for k, f, label, args, expected in cases_of(spec, suite):
+            case = f"{f.name}_{label}"
+            call = f"{f.name}({', '.join(map(str, args))})"
+            out.add(test, f'    if (strcmp(name, "{case}") == 0) {{', f"        long got = {call};")
+            line = out.add(
+                test,
+                f'        if (got != {expected}) {{ printf("{test}:%d: FAIL {call} == {expected}, '
+                f'got %ld\\n", __LINE__, got); return 1; }}',
+            )
+            out.add(test, "        return 0;", "    }")
+            ids.append((k, label, case, f"{test}:{line}"))
         out.add(test, '    printf("unknown test case %s\\n", name);', "    return 2;", "}")
     cm = out.add
     cm(

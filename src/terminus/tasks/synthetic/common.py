@@ -1,9 +1,13 @@
-"""What every language's renderer shares: the file buffer with line numbers, name styles, and the per-function
-fault bookkeeping (which expression a function's body gets, and where its fault is recorded)."""
+"""What every language's renderer shares: the file buffer with line numbers, name styles, the per-function
+fault bookkeeping (which expression a function's body gets, and where its fault is recorded), and the walk over
+each test suite's cases."""
 
 from __future__ import annotations
 
-from terminus.tasks.synthetic.spec import Spec, evaluate
+import re
+from collections.abc import Iterator
+
+from terminus.tasks.synthetic.spec import Function, Spec, evaluate
 
 
 def camel(name: str) -> str:
@@ -31,6 +35,19 @@ class Files:
 def suite_of(spec: Spec, k: int) -> int:
     """The test file (0 or 1) that checks function k."""
     return 0 if spec.suites == 1 or k < (len(spec.functions) + 1) // 2 else 1
+
+
+def functions_of(spec: Spec, suite: int) -> list[Function]:
+    """The functions that test file `suite` checks, in order."""
+    return [f for k, f in enumerate(spec.functions) if suite_of(spec, k) == suite]
+
+
+def cases_of(spec: Spec, suite: int) -> Iterator[tuple[int, Function, str, tuple[int, ...], int]]:
+    """The cases of test file `suite`, in order: (function index, function, label, args, expected)."""
+    for k, f in enumerate(spec.functions):
+        if suite_of(spec, k) == suite:
+            for label, args, expected in f.cases:
+                yield k, f, label, args, expected
 
 
 def is_broken(spec: Spec, k: int) -> bool:
@@ -62,6 +79,20 @@ def body(spec: Spec, k: int) -> str:
     if spec.language in ("python", "node"):
         return expr.rsplit(" ", 1)[0]  # the last operand deleted: `quantity *`
     return f'{expr} + "{spec.functions[k].params[0]}"'  # rust, go: adding a string to an integer
+
+
+def camel_body(spec: Spec, k: int) -> str:
+    """`body` with the parameters in camelCase (Go, JavaScript); longest names first, so none eats another."""
+    expr = body(spec, k)
+    for p in sorted(spec.functions[k].params, key=len, reverse=True):
+        expr = re.sub(rf"\b{p}\b", camel(p), expr)
+    return expr
+
+
+def missing_import(out: Files, path: str, statement: str, error_type: str, info: dict) -> None:
+    """A missing-dep project imports the absent package at the top of `path`: there the run stops."""
+    info["error_at"], info["error_type"] = f"{path}:{out.add(path, statement)}", error_type
+    out.add(path, "")
 
 
 def mark(spec: Spec, k: int, info: dict, where: str, error_type: str) -> None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
-from terminus.tasks.synthetic.common import Files, body, camel, mark, pascal, suite_of
+from terminus.tasks.synthetic.common import Files, camel, camel_body, cases_of, mark, pascal
 from terminus.tasks.synthetic.spec import Spec
 
 
@@ -14,15 +12,12 @@ def render(spec: Spec, out: Files) -> dict:
     out.add(source, f"// Package {spec.package} holds the {spec.domain} calculations.", f"package {spec.package}", "")
     info: dict = {"assert_type": "test failed"}
     for k, f in enumerate(spec.functions):
-        expr = body(spec, k)
-        for p in sorted(f.params, key=len, reverse=True):
-            expr = re.sub(rf"\b{p}\b", camel(p), expr)
         out.add(
             source,
             f"// {pascal(f.name)} computes the {f.name.replace('_', ' ')}.",
             f"func {pascal(f.name)}({', '.join(camel(p) for p in f.params)} int) int {{",
         )
-        line = out.add(source, f"\treturn {expr}")
+        line = out.add(source, f"\treturn {camel_body(spec, k)}")
         out.add(source, "}", "")
         mark(spec, k, info, f"{source}:{line}", "compile error")
     ids = []
@@ -39,18 +34,15 @@ def render(spec: Spec, out: Files) -> dict:
                 "}",
                 "",
             )
-        for k, f in enumerate(spec.functions):
-            if suite_of(spec, k) != suite:
-                continue
-            for label, args, expected in f.cases:
-                name = f"Test{pascal(f.name)}{pascal(label)}"
-                out.add(test, f"func {name}(t *testing.T) {{")
-                if spec.verbose_lines:
-                    out.add(test, "\treplayAuditLog(t)")
-                call = f"{pascal(f.name)}({', '.join(map(str, args))})"
-                out.add(test, f"\tif got := {call}; got != {expected} {{")
-                line = out.add(test, f'\t\tt.Fatalf("{call} = %d, want {expected}", got)')
-                out.add(test, "\t}", "}", "")
-                ids.append((k, label, name, f"{test}:{line}"))
+        for k, f, label, args, expected in cases_of(spec, suite):
+            name = f"Test{pascal(f.name)}{pascal(label)}"
+            out.add(test, f"func {name}(t *testing.T) {{")
+            if spec.verbose_lines:
+                out.add(test, "\treplayAuditLog(t)")
+            call = f"{pascal(f.name)}({', '.join(map(str, args))})"
+            out.add(test, f"\tif got := {call}; got != {expected} {{")
+            line = out.add(test, f'\t\tt.Fatalf("{call} = %d, want {expected}", got)')
+            out.add(test, "\t}", "}", "")
+            ids.append((k, label, name, f"{test}:{line}"))
     info["ids"] = ids
     return info

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
-from terminus.tasks.synthetic.common import Files, body, camel, mark, suite_of
+from terminus.tasks.synthetic.common import Files, camel, camel_body, cases_of, functions_of, mark, missing_import
 from terminus.tasks.synthetic.spec import Spec
 
 
@@ -22,23 +20,17 @@ def render(spec: Spec, out: Files) -> dict:
     out.add(module, "'use strict';", f"// {spec.domain.title()} calculations used by the {spec.package} service.", "")
     info: dict = {"assert_type": "AssertionError"}
     if spec.dependency:
-        info["error_at"] = f"{module}:{out.add(module, f'const dep = require({spec.dependency!r});')}"
-        info["error_type"] = "Error: Cannot find module"
-        out.add(module, "")
+        missing_import(out, module, f"const dep = require({spec.dependency!r});", "Error: Cannot find module", info)
     for k, f in enumerate(spec.functions):
-        params = ", ".join(camel(p) for p in f.params)
-        expr = body(spec, k)
-        for p in sorted(f.params, key=len, reverse=True):
-            expr = re.sub(rf"\b{p}\b", camel(p), expr)
-        out.add(module, f"function {camel(f.name)}({params}) {{")
-        line = out.add(module, f"  return {expr};")
+        out.add(module, f"function {camel(f.name)}({', '.join(camel(p) for p in f.params)}) {{")
+        line = out.add(module, f"  return {camel_body(spec, k)};")
         out.add(module, "}", "")
         mark(spec, k, info, f"{module}:{line}", "SyntaxError")
     out.add(module, f"module.exports = {{ {', '.join(camel(f.name) for f in spec.functions)} }};")
     ids = []
     for suite in range(spec.suites):
         test = f"test/{spec.domain}{'' if suite == 0 else '-more'}.test.js"
-        names = [camel(f.name) for k, f in enumerate(spec.functions) if suite_of(spec, k) == suite]
+        names = [camel(f.name) for f in functions_of(spec, suite)]
         out.add(
             test,
             "const test = require('node:test');",
@@ -57,18 +49,13 @@ def render(spec: Spec, out: Files) -> dict:
                 "}",
                 "",
             )
-        for k, f in enumerate(spec.functions):
-            if suite_of(spec, k) != suite:
-                continue
-            for label, args, expected in f.cases:
-                name = f"{camel(f.name)} {label.replace('_', ' ')}"
-                out.add(test, f"test('{name}', () => {{")
-                if spec.verbose_lines:
-                    out.add(test, "  replayAuditLog();")
-                line = out.add(
-                    test, f"  assert.strictEqual({camel(f.name)}({', '.join(map(str, args))}), {expected});"
-                )
-                out.add(test, "});", "")
-                ids.append((k, label, name, f"{test}:{line}"))
+        for k, f, label, args, expected in cases_of(spec, suite):
+            name = f"{camel(f.name)} {label.replace('_', ' ')}"
+            out.add(test, f"test('{name}', () => {{")
+            if spec.verbose_lines:
+                out.add(test, "  replayAuditLog();")
+            line = out.add(test, f"  assert.strictEqual({camel(f.name)}({', '.join(map(str, args))}), {expected});")
+            out.add(test, "});", "")
+            ids.append((k, label, name, f"{test}:{line}"))
     info["ids"] = ids
     return info

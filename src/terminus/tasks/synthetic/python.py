@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from terminus.tasks.synthetic.common import Files, body, mark, suite_of
+from terminus.tasks.synthetic.common import Files, body, cases_of, functions_of, mark, missing_import
 from terminus.tasks.synthetic.spec import Spec
 
 
@@ -24,9 +24,7 @@ def render(spec: Spec, out: Files) -> dict:
     out.add(module, f'"""{spec.domain.title()} calculations used by the {pkg} service."""', "")
     info: dict = {"assert_type": "AssertionError"}
     if spec.dependency:
-        info["error_at"] = f"{module}:{out.add(module, f'import {spec.dependency}')}"
-        info["error_type"] = "ModuleNotFoundError"
-        out.add(module, "")
+        missing_import(out, module, f"import {spec.dependency}", "ModuleNotFoundError", info)
     for k, f in enumerate(spec.functions):
         out.add(
             module, "", f"def {f.name}({', '.join(f.params)}):", f'    """{f.name.replace("_", " ").capitalize()}."""'
@@ -36,7 +34,7 @@ def render(spec: Spec, out: Files) -> dict:
     ids = []
     for suite in range(spec.suites):
         test = f"tests/test_{spec.domain}{'' if suite == 0 else '_more'}.py"
-        names = [f.name for k, f in enumerate(spec.functions) if suite_of(spec, k) == suite]
+        names = [f.name for f in functions_of(spec, suite)]
         out.add(test, f"from {pkg}.{spec.domain} import {', '.join(names)}", "")
         if spec.verbose_lines:
             out.add(
@@ -47,14 +45,11 @@ def render(spec: Spec, out: Files) -> dict:
                 f'        print(f"[{pkg}] reconciling batch {{i:03d}}: {{17 + i % 5}} records ok")',
                 "",
             )
-        for k, f in enumerate(spec.functions):
-            if suite_of(spec, k) != suite:
-                continue
-            for label, args, expected in f.cases:
-                out.add(test, "", f"def test_{f.name}_{label}():")
-                if spec.verbose_lines:
-                    out.add(test, "    _replay_audit_log()")
-                line = out.add(test, f"    assert {f.name}({', '.join(map(str, args))}) == {expected}")
-                ids.append((k, label, f"{test}::test_{f.name}_{label}", f"{test}:{line}"))
+        for k, f, label, args, expected in cases_of(spec, suite):
+            out.add(test, "", f"def test_{f.name}_{label}():")
+            if spec.verbose_lines:
+                out.add(test, "    _replay_audit_log()")
+            line = out.add(test, f"    assert {f.name}({', '.join(map(str, args))}) == {expected}")
+            ids.append((k, label, f"{test}::test_{f.name}_{label}", f"{test}:{line}"))
     info["ids"] = ids
     return info

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from terminus.tasks.synthetic.common import Files, body, mark, suite_of
+from terminus.tasks.synthetic.common import Files, body, cases_of, mark
 from terminus.tasks.synthetic.spec import Spec
 
 
@@ -46,16 +46,13 @@ def render(spec: Spec, out: Files) -> dict:
                 f"{indent}}}",
                 "",
             )
-        for k, f in enumerate(spec.functions):
-            if suite_of(spec, k) != suite:
-                continue
-            for label, args, expected in f.cases:
-                out.add(path, f"{indent}#[test]", f"{indent}fn {f.name}_{label}() {{")
-                if spec.verbose_lines:
-                    out.add(path, f"{indent}    replay_audit_log();")
-                line = out.add(path, f"{indent}    assert_eq!({f.name}({', '.join(map(str, args))}), {expected});")
-                out.add(path, f"{indent}}}", "")
-                ids.append((k, label, f"{prefix}{f.name}_{label}", f"{path}:{line}"))
+        for k, f, label, args, expected in cases_of(spec, suite):
+            out.add(path, f"{indent}#[test]", f"{indent}fn {f.name}_{label}() {{")
+            if spec.verbose_lines:
+                out.add(path, f"{indent}    replay_audit_log();")
+            line = out.add(path, f"{indent}    assert_eq!({f.name}({', '.join(map(str, args))}), {expected});")
+            out.add(path, f"{indent}}}", "")
+            ids.append((k, label, f"{prefix}{f.name}_{label}", f"{path}:{line}"))
         if suite == 0:
             out.add(lib, "}")
     info["ids"] = ids
