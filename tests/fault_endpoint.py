@@ -76,7 +76,7 @@ class FaultEndpoint:
 
     @property
     def policy_options(self) -> dict[str, str]:
-        """The options of a command whose policy calls this endpoint (see helpers.cli_args)."""
+        """The options of a command whose policy calls this endpoint (see builders.cli_args)."""
         return {"policy": "openai", "model": "tiny", "base_url": self.url}
 
     def gaps(self) -> list[float]:

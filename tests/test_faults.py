@@ -11,7 +11,7 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from helpers import TERMINUS, cli_args
+from builders import TERMINUS, cli_args
 from terminus.cli import app
 from terminus.cli_support import OneLineErrors
 from terminus.config import ConfigError, load_config

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TERMINUS, cli_args, synthetic_corpus
+from builders import TERMINUS, cli_args, synthetic_corpus
 from terminus.collect.runner import run_episode
 from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TERMINUS, cli_args, kill_when, lines_done, synthetic_corpus
+from builders import TERMINUS, cli_args, kill_when, lines_done, synthetic_corpus
 from terminus.collect.collect import collect
 from terminus.collect.validate import validate_tasks
 from terminus.models import make_policy

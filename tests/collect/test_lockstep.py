@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import synthetic_corpus
+from builders import synthetic_corpus
 from terminus.collect.lockstep import run_lockstep
 from terminus.collect.runner import run_episode
 from terminus.models.generate import TransformersGenerator

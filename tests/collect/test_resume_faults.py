@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from helpers import TERMINUS, cli_args, kill_when, lines_done, snapshot_task
+from builders import TERMINUS, cli_args, kill_when, lines_done, snapshot_task
 from terminus.cli import app
 from terminus.collect.runner import ResumableJsonl
 from terminus.sandbox import tmproot

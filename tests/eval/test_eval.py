@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TERMINUS, cli_args, kill_when, lines_done, synthetic_corpus
+from builders import TERMINUS, cli_args, kill_when, lines_done, synthetic_corpus
 from terminus.config import load_config
 from terminus.eval.case_study import case_study
 from terminus.eval.grid import main_brain, run_grid

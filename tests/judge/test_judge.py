@@ -11,7 +11,7 @@ import string
 import pytest
 import yaml
 
-from helpers import task
+from builders import task
 from terminus.judge import scorer as scorer_module
 from terminus.judge.facts import check
 from terminus.judge.llm import JudgeError, LLMJudge, ParseError, loads_tolerant, parse_dimensions

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from helpers import cli_args, snapshot_task
+from builders import cli_args, snapshot_task
 from terminus.cli import app
 from terminus.collect.collect import collect
 from terminus.models import make_policy

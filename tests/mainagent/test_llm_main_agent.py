@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import snapshot_task
+from builders import snapshot_task
 from terminus.mainagent.brains import LLMMainAgent
 from terminus.mainagent.harness import run_main_agent
 from terminus.models import make_policy

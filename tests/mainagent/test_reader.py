@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import synthetic_corpus
+from builders import synthetic_corpus
 from terminus.agent.loop import DEFAULT_PROMPTS
 from terminus.eval.grid import verify
 from terminus.eval.metrics import command_signatures, rerun_rate

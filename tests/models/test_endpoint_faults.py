@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import TERMINUS, cli_args
+from builders import TERMINUS, cli_args
 from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.models import make_policy
 from terminus.models.openai_compat import PolicyError

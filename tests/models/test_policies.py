@@ -9,7 +9,7 @@ import socket
 import pytest
 from typer.testing import CliRunner
 
-from helpers import cli_args
+from builders import cli_args
 from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.cli import app
 from terminus.models import make_policy

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import synthetic_corpus
+from builders import synthetic_corpus
 from terminus.collect.collect import collect
 from terminus.models import make_policy
 from terminus.train.data import build_sft_dataset
