@@ -10,12 +10,12 @@ smoke scale's tiny model on this CPU. Same tasks, same greedy decoding, so both 
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from functools import partial
 from pathlib import Path
 
+from benchmark_result import tiny_model_setup, write_result
 from terminus.collect.lockstep import run_lockstep
 from terminus.collect.runner import run_episode
 from terminus.models.generate import TransformersGenerator
@@ -24,8 +24,6 @@ from terminus.sandbox import default_backend
 from terminus.tasks.build import small_corpus
 from terminus.tasks.record import load_tasks
 from terminus.train.tiny import build_tiny_model
-
-OUT = Path(__file__).resolve().parents[1] / "results" / "benchmarks" / "rollout_batching.json"
 
 
 class TimedPolicy:
@@ -80,17 +78,9 @@ def main() -> None:
         "model_turns": sum(1 for t in seq_trajs for m in t.messages if m["role"] == "assistant"),
         "batch_sizes": run.batch_sizes,
         "same_episodes": same,
-        "setup": {
-            "model": "tiny Qwen3 (smoke scale), greedy",
-            "max_new_tokens": args.max_new_tokens,
-            "max_turns": args.max_turns,
-            "sandbox": backend,
-            "device": "cpu (2 cores)",
-        },
+        "setup": tiny_model_setup(args.max_new_tokens, args.max_turns, backend, "cpu (2 cores)"),
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    write_result("rollout_batching", result)
 
 
 if __name__ == "__main__":

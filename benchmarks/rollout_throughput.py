@@ -12,18 +12,17 @@ Writes results/benchmarks/rollout_throughput.json: {"episodes_per_min": {"1": x,
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
+from benchmark_result import write_result
 from terminus.collect.collect import collect
 from terminus.models import make_policy
 from terminus.sandbox import default_backend
 from terminus.tasks.record import Task, write_tasks
 from terminus.tasks.synthetic import DOMAINS, generate
 
-OUT = Path(__file__).resolve().parents[1] / "results" / "benchmarks" / "rollout_throughput.json"
 WAIT = """import time
 
 import pytest
@@ -109,9 +108,7 @@ def main() -> None:
         "backend": default_backend(),
         "teacher": "scripted",
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    write_result("rollout_throughput", result)
 
 
 if __name__ == "__main__":

@@ -9,16 +9,13 @@ comparison fair). Writes results/benchmarks/sandbox_overhead.json and prints it.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import time
-from pathlib import Path
 
+from benchmark_result import write_result
 from terminus.sandbox import SandboxError, make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
-
-OUT = Path(__file__).resolve().parents[1] / "results" / "benchmarks" / "sandbox_overhead.json"
 
 
 def _time(fn) -> float:
@@ -63,11 +60,7 @@ def main() -> None:
         if name != "bare"
     }
     print(f"bare subprocess.run(['true']): median {bare:.3f} ms over {len(samples['bare'])} runs")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    tmp.replace(OUT)
-    print(json.dumps(report, indent=2))
+    write_result("sandbox_overhead", report, indent=2)
 
 
 if __name__ == "__main__":

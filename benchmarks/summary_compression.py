@@ -11,19 +11,21 @@ results/benchmarks/summary_compression.json and prints it.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import tempfile
 from pathlib import Path
 
+from benchmark_result import write_result
 from terminus.agent.loop import ExecutionSubagent
 from terminus.agent.parsing import render_final_answer
 from terminus.models import make_policy
 from terminus.sandbox import default_backend, make_sandbox
 
-OUT = Path(__file__).resolve().parents[1] / "results" / "benchmarks" / "summary_compression.json"
 QUERY = "Build the project and run the whole test suite; tell me what fails and why."
+
+
+FAILING = (7, 42)  # the two tests that fail in every project
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -32,88 +34,87 @@ def _write(root: Path, files: dict[str, str]) -> None:
         (root / name).write_text(text)
 
 
-def python_verbose(root: Path, n: int) -> list[str]:
-    tests = "".join(
-        f"\n\ndef test_rate_{i}():\n    warnings.warn('rate table {i} uses the legacy format', DeprecationWarning)\n"
-        f"    assert convert({i}) == {i * 2 if i not in (7, 42) else -1}\n"
-        for i in range(n)
-    )
-    _write(
-        root,
-        {
-            "pyproject.toml": '[project]\nname = "fx"\nversion = "1.0"\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
-            "fx/__init__.py": "def convert(x):\n    return x * 2\n",
-            "tests/test_rates.py": "import warnings\n\nfrom fx import convert" + tests,
-        },
-    )
-    return ["2 failed", f"{n - 2} passed", "test_rate_7", "test_rate_42"]
+def _expected(i: int) -> int:
+    """What test i expects of convert(i): right (2i) except in the FAILING tests."""
+    return i * 2 if i not in FAILING else -1
 
 
-def node_verbose(root: Path, n: int) -> list[str]:
-    tests = "".join(
-        f"test('converts rate {i}', () => {{ assert.strictEqual(convert({i}), {i * 2 if i not in (7, 42) else -1}); }});\n"
-        for i in range(n)
-    )
-    _write(
-        root,
-        {
-            "package.json": '{"name": "fx", "version": "1.0.0"}\n',
-            "src/fx.js": "module.exports = { convert: (x) => x * 2 };\n",
-            "test/fx.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
-            "const { convert } = require('../src/fx');\n" + tests,
-        },
-    )
-    return [f"{n - 2} passed, 2 failed", "converts rate 7", "converts rate 42"]
+def _tests(n: int, render) -> str:
+    """The text of n tests, test i written by render(i, _expected(i))."""
+    return "".join(render(i, _expected(i)) for i in range(n))
 
 
-def cmake_verbose(root: Path, n: int) -> list[str]:
-    files = {"CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(fx C)\nenable_testing()\n"}
-    for i in range(n):
-        expect = i * 2 if i not in (7, 42) else -1
-        files[f"tests/t{i}.c"] = (
-            f"#include <stdio.h>\nint main(void) {{ int unused_{i}; if ({i} * 2 != {expect}) {{ "
-            f'printf("t{i}.c:1: FAIL\\n"); return 1; }} return 0; }}\n'
+# Each project: n tests, as {path: text}, and the facts a good answer states.
+Project = tuple[dict[str, str], list[str]]
+
+
+def python_verbose(n: int) -> Project:
+    def test(i: int, expect: int) -> str:
+        return (
+            f"\n\ndef test_rate_{i}():\n    warnings.warn('rate table {i} uses the legacy format', "
+            f"DeprecationWarning)\n    assert convert({i}) == {expect}\n"
         )
-        files["CMakeLists.txt"] += f"add_executable(t{i} tests/t{i}.c)\nadd_test(NAME rate_{i} COMMAND t{i})\n"
-    files["CMakeLists.txt"] = files["CMakeLists.txt"].replace(
-        "project(fx C)", "project(fx C)\nadd_compile_options(-Wall)"
-    )
-    _write(root, files)
-    return ["build succeeded", f"{n} warning(s)", f"{n - 2} passed, 2 failed of {n}", "rate_7", "rate_42"]
+
+    files = {
+        "pyproject.toml": '[project]\nname = "fx"\nversion = "1.0"\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
+        "fx/__init__.py": "def convert(x):\n    return x * 2\n",
+        "tests/test_rates.py": "import warnings\n\nfrom fx import convert" + _tests(n, test),
+    }
+    return files, ["2 failed", f"{n - 2} passed", "test_rate_7", "test_rate_42"]
 
 
-def rust_verbose(root: Path, n: int) -> list[str]:
-    tests = "".join(
-        f"    #[test]\n    fn rate_{i}() {{ assert_eq!(convert({i}), {i * 2 if i not in (7, 42) else -1}); }}\n"
+def node_verbose(n: int) -> Project:
+    def test(i: int, expect: int) -> str:
+        return f"test('converts rate {i}', () => {{ assert.strictEqual(convert({i}), {expect}); }});\n"
+
+    files = {
+        "package.json": '{"name": "fx", "version": "1.0.0"}\n',
+        "src/fx.js": "module.exports = { convert: (x) => x * 2 };\n",
+        "test/fx.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
+        "const { convert } = require('../src/fx');\n" + _tests(n, test),
+    }
+    return files, [f"{n - 2} passed, 2 failed", "converts rate 7", "converts rate 42"]
+
+
+def cmake_verbose(n: int) -> Project:
+    files = {
+        f"tests/t{i}.c": f"#include <stdio.h>\nint main(void) {{ int unused_{i}; if ({i} * 2 != {_expected(i)}) {{ "
+        f'printf("t{i}.c:1: FAIL\\n"); return 1; }} return 0; }}\n'
         for i in range(n)
+    }
+    targets = "".join(f"add_executable(t{i} tests/t{i}.c)\nadd_test(NAME rate_{i} COMMAND t{i})\n" for i in range(n))
+    files["CMakeLists.txt"] = (
+        "cmake_minimum_required(VERSION 3.16)\nproject(fx C)\nadd_compile_options(-Wall)\nenable_testing()\n" + targets
     )
-    _write(
-        root,
-        {
-            "Cargo.toml": '[package]\nname = "fx"\nversion = "0.1.0"\nedition = "2021"\n',
-            "src/lib.rs": "pub fn convert(x: i64) -> i64 { x * 2 }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n"
-            + tests
-            + "}\n",
-        },
-    )
-    return [f"{n - 2} passed, 2 failed", "tests::rate_7", "tests::rate_42"]
+    return files, ["build succeeded", f"{n} warning(s)", f"{n - 2} passed, 2 failed of {n}", "rate_7", "rate_42"]
 
 
-def go_verbose(root: Path, n: int) -> list[str]:
-    tests = "".join(
-        f'func TestRate{i}(t *testing.T) {{\n\tt.Logf("checking rate table {i}")\n'
-        f'\tif Convert({i}) != {i * 2 if i not in (7, 42) else -1} {{\n\t\tt.Fatalf("rate {i}")\n\t}}\n}}\n\n'
-        for i in range(n)
-    )
-    _write(
-        root,
-        {
-            "go.mod": "module example.com/fx\n\ngo 1.19\n",
-            "fx.go": "package fx\n\nfunc Convert(x int) int { return x * 2 }\n",
-            "fx_test.go": 'package fx\n\nimport "testing"\n\n' + tests,
-        },
-    )
-    return ["0 package(s) ok, 1 failed", "TestRate7", "TestRate42"]
+def rust_verbose(n: int) -> Project:
+    def test(i: int, expect: int) -> str:
+        return f"    #[test]\n    fn rate_{i}() {{ assert_eq!(convert({i}), {expect}); }}\n"
+
+    files = {
+        "Cargo.toml": '[package]\nname = "fx"\nversion = "0.1.0"\nedition = "2021"\n',
+        "src/lib.rs": "pub fn convert(x: i64) -> i64 { x * 2 }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n"
+        + _tests(n, test)
+        + "}\n",
+    }
+    return files, [f"{n - 2} passed, 2 failed", "tests::rate_7", "tests::rate_42"]
+
+
+def go_verbose(n: int) -> Project:
+    def test(i: int, expect: int) -> str:
+        return (
+            f'func TestRate{i}(t *testing.T) {{\n\tt.Logf("checking rate table {i}")\n'
+            f'\tif Convert({i}) != {expect} {{\n\t\tt.Fatalf("rate {i}")\n\t}}\n}}\n\n'
+        )
+
+    files = {
+        "go.mod": "module example.com/fx\n\ngo 1.19\n",
+        "fx.go": "package fx\n\nfunc Convert(x int) int { return x * 2 }\n",
+        "fx_test.go": 'package fx\n\nimport "testing"\n\n' + _tests(n, test),
+    }
+    return files, ["0 package(s) ok, 1 failed", "TestRate7", "TestRate42"]
 
 
 PROJECTS = {
@@ -142,7 +143,8 @@ def main() -> None:
             print(f"{language}: skipped ({tool} not installed)")
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            facts = make(Path(tmp), args.tests)
+            files, facts = make(args.tests)
+            _write(Path(tmp), files)
             with make_sandbox(default_backend(), Path(tmp)) as box:
                 traj = ExecutionSubagent(make_policy("scripted"), box).run(QUERY)
         raw = "\n".join(m["content"] for m in traj.messages if m["role"] == "tool")
@@ -167,11 +169,9 @@ def main() -> None:
         "n": len(rows),
         "per_project": rows,
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    tmp.replace(OUT)
-    print(json.dumps({k: v for k, v in report.items() if k != "per_project"}, indent=2))
+    write_result(
+        "summary_compression", report, indent=2, printed={k: v for k, v in report.items() if k != "per_project"}
+    )
 
 
 if __name__ == "__main__":

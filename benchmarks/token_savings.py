@@ -28,10 +28,10 @@ from pathlib import Path
 
 import yaml
 
+from benchmark_result import write_result
 from terminus.config import load_config
 from terminus.eval.grid import verify
 from terminus.eval.metrics import rerun_rate
-from terminus.io import write_text_atomic
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.reader import ReaderMainAgent
 from terminus.mainagent.tokens import TokenCounter
@@ -39,7 +39,6 @@ from terminus.models import make_policy
 from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks
 
-OUT = Path(__file__).resolve().parents[1] / "results" / "benchmarks" / "token_savings.json"
 log = logging.getLogger("token_savings")
 
 
@@ -134,8 +133,7 @@ def main() -> None:
         "resolve_without": none["resolve"],
         "by_subagent": by_subagent,
     }
-    write_text_atomic(OUT, json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    write_result("token_savings", result)
 
 
 if __name__ == "__main__":

@@ -74,6 +74,11 @@ class FaultEndpoint:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
+    @property
+    def policy_options(self) -> dict[str, str]:
+        """The options of a command whose policy calls this endpoint (see builders.cli_args)."""
+        return {"policy": "openai", "model": "tiny", "base_url": self.url}
+
     def gaps(self) -> list[float]:
         return [b - a for a, b in zip(self.arrivals, self.arrivals[1:], strict=False)]
 

@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import typer
 import yaml
 from typer.testing import CliRunner
 
+from builders import TERMINUS, cli_args
 from terminus.cli import app
 from terminus.cli_support import OneLineErrors
 from terminus.config import ConfigError, load_config
 from terminus.errors import TerminusError
-
-TERMINUS = str(Path(sys.executable).parent / "terminus")
 
 
 def _config(tmp_path, **sections) -> str:
@@ -62,9 +59,7 @@ def test_endpoint_limits_are_config_keys_with_defaults(tmp_path):
 def test_a_missing_key_names_what_exists(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    result = CliRunner().invoke(
-        app, ["exec", "--repo", str(tmp_path), "--query", "q", "--policy", "openai", "--model", "gpt-5"]
-    )
+    result = CliRunner().invoke(app, cli_args("exec", repo=tmp_path, query="q", policy="openai", model="gpt-5"))
     assert result.exit_code == 2
     assert "--api-key-env NAME" in result.output and "OPENAI_API_KEY" in result.output
     assert "--api-key " not in result.output and "--api-key." not in result.output
@@ -86,24 +81,8 @@ def test_a_blank_query_is_rejected(tmp_path):
 def test_a_crash_is_one_line_unless_debug(fault_endpoint, tmp_path):
     """The observed case: a 15-47 line traceback before the one-line `error:` (real process: real stderr)."""
     fault_endpoint.script = ["500"]
-    args = [
-        TERMINUS,
-        "exec",
-        "--repo",
-        str(tmp_path),
-        "--query",
-        "q",
-        "--policy",
-        "openai",
-        "--model",
-        "tiny",
-        "--base-url",
-        fault_endpoint.url,
-        "--max-retries",
-        "0",
-        "--sandbox",
-        "local",
-    ]
+    options = fault_endpoint.policy_options
+    args = [TERMINUS, *cli_args("exec", repo=tmp_path, query="q", **options, max_retries=0, sandbox="local")]
     env = {k: v for k, v in os.environ.items() if k != "TERMINUS_DEBUG"}
 
     def run(argv, **extra):

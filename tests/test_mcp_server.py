@@ -215,32 +215,45 @@ def raw_exchange(proc: subprocess.Popen, message: dict, until_id: int | None = N
     return received
 
 
+def raw_server(args: list[str], env: dict, stderr=subprocess.DEVNULL) -> subprocess.Popen:
+    """`terminus mcp` driven by hand: JSON-RPC lines on its stdin and stdout."""
+    argv = terminus_argv("mcp", *args)
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+
+
+def raw_initialize(proc: subprocess.Popen) -> dict:
+    """The handshake: `initialize` (its reply is returned), then `notifications/initialized`."""
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    [reply] = raw_exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, 1)
+    raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return reply
+
+
+def raw_subagent_call(proc: subprocess.Popen, call_id: int, progress_token: str | None = None, wait: bool = False):
+    """Call execution_subagent with QUERY; with `wait`, the messages up to its result."""
+    call = {"name": "execution_subagent", "arguments": {"query": QUERY, "description": ""}}
+    if progress_token is not None:
+        call["_meta"] = {"progressToken": progress_token}
+    message = {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": call}
+    return raw_exchange(proc, message, call_id if wait else None)
+
+
 def test_contract_newline_delimited_json_rpc_over_stdio(tmp_path):
     """What any client does: one JSON-RPC message per line on stdin and stdout; settings from the environment."""
     failing_project(tmp_path / "repo")
     env = os.environ | {"TERMINUS_MCP_REPO": str(tmp_path / "repo"), "TERMINUS_MCP_POLICY": "scripted"}
-    proc = subprocess.Popen(
-        terminus_argv("mcp"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
+    proc = raw_server([], env, stderr=subprocess.PIPE)
     try:
-        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
-        [reply] = raw_exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, 1)
+        reply = raw_initialize(proc)
         assert reply["result"]["serverInfo"]["name"] == "terminus"
         assert reply["result"]["protocolVersion"] == "2025-06-18" and "tools" in reply["result"]["capabilities"]
-        raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         [tools] = raw_exchange(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, 2)
         [tool] = tools["result"]["tools"]
         assert tool["name"] == "execution_subagent" and sorted(tool["inputSchema"]["required"]) == [
             "description",
             "query",
         ]
-        call = {
-            "name": "execution_subagent",
-            "arguments": {"query": QUERY, "description": ""},
-            "_meta": {"progressToken": "p1"},
-        }
-        messages = raw_exchange(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}, 3)
-        *notes, result = messages
+        *notes, result = raw_subagent_call(proc, 3, progress_token="p1", wait=True)
         assert [n["method"] for n in notes] == ["notifications/progress"] * 2
         assert notes[1]["params"] == {"progressToken": "p1", "progress": 2, "message": "$ python3 -m pytest -q 2>&1"}
         assert result["result"]["isError"] is False
@@ -270,21 +283,11 @@ def test_sigterm_kills_the_running_commands_and_removes_the_sandboxes(tmp_path):
     # Without a cgroup only the server itself can find the command (another process's sandbox start would
     # otherwise clean up after a dead server and hide a missing stop).
     env = os.environ | {"TMPDIR": str(sandboxes), "TERMINUS_NO_CGROUP": "1"}
-    proc = subprocess.Popen(
-        terminus_argv("mcp", "--repo", str(repo), "--sandbox", "local"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
+    proc = raw_server(["--repo", str(repo), "--sandbox", "local"], env)
     test_pid = None
     try:
-        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
-        raw_exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, 1)
-        raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        call = {"name": "execution_subagent", "arguments": {"query": QUERY, "description": ""}}
-        raw_exchange(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        raw_initialize(proc)
+        raw_subagent_call(proc, 2)
         deadline = time.monotonic() + 60
         while not pid_file.is_file() or not pid_file.read_text():
             assert time.monotonic() < deadline, "the slow test never started"
@@ -364,24 +367,10 @@ def test_a_cancelled_call_starts_no_further_command(tmp_path):
     # The expert builds (`make`, 4 s here), then runs `make test`, which would leave the marker.
     (repo / "Makefile").write_text(f"all:\n\tsleep 4\n\ntest:\n\ttouch {marker}\n")
     env = os.environ | {"TMPDIR": str(sandboxes)}
-    proc = subprocess.Popen(
-        terminus_argv("mcp", "--repo", str(repo), "--sandbox", "local"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
+    proc = raw_server(["--repo", str(repo), "--sandbox", "local"], env)
     try:
-        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
-        raw_exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, 1)
-        raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        call = {
-            "name": "execution_subagent",
-            "arguments": {"query": QUERY, "description": ""},
-            "_meta": {"progressToken": "c"},
-        }
-        raw_exchange(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        raw_initialize(proc)
+        raw_subagent_call(proc, 2, progress_token="c")
         while True:  # until the build is announced
             message = json.loads(proc.stdout.readline())
             if message.get("method") == "notifications/progress" and message["params"]["progress"] == 2:

@@ -10,54 +10,32 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
+from builders import TERMINUS, cli_args, synthetic_corpus
 from terminus.collect.runner import run_episode
-from terminus.config import load_config
 from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy
-from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
-TERMINUS = str(Path(sys.executable).parent / "terminus")
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("paper-scale")
-    raw = {
-        "run": "t",
-        "sandbox": "local",
-        "tasks": {
-            "synthetic": {"languages": ["python"], "repos_per_language": 3, "variants": ["fail"]},
-            "registry": {"enabled": False},
-            "splits": {"train": 1.0, "val": 0.0, "test": 0.0},
-        },
-        "collect": {"concurrency": 1},
-    }
-    (root / "config.yaml").write_text(yaml.safe_dump(raw))
-    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
-    return root / "tasks.jsonl"
+    return synthetic_corpus(
+        tmp_path_factory.mktemp("paper-scale"),
+        {"languages": ["python"], "repos_per_language": 3, "variants": ["fail"]},
+        {"train": 1.0, "val": 0.0, "test": 0.0},
+        sandbox="local",
+        collect={"concurrency": 1},
+    )
 
 
 def test_collect_runs_in_the_configs_sandbox_and_records_it(corpus, tmp_path):
     config = corpus.parent / "config.yaml"
     out = tmp_path / "trajectories.jsonl"
     done = subprocess.run(
-        [
-            TERMINUS,
-            "collect",
-            "--tasks",
-            str(corpus),
-            "--out",
-            str(out),
-            "--splits",
-            "train",
-            "--config",
-            str(config),
-            "--quiet",
-        ],
+        [TERMINUS, *cli_args("collect", tasks=corpus, out=out, splits="train", config=config, quiet=True)],
         capture_output=True,
         text=True,
     )
@@ -98,17 +76,8 @@ def test_the_collect_rule_passes_the_configs_sandbox_and_concurrency():
 @pytest.fixture(scope="module")
 def node_corpus(tmp_path_factory) -> Path:
     """Node projects: the registry-free image runs the host's /usr, where node lives (pytest is in pyenv here)."""
-    root = tmp_path_factory.mktemp("docker-corpus")
-    raw = {
-        "run": "t",
-        "tasks": {
-            "synthetic": {"languages": ["node"], "repos_per_language": 1, "variants": ["fail"]},
-            "registry": {"enabled": False},
-        },
-    }
-    (root / "config.yaml").write_text(yaml.safe_dump(raw))
-    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
-    return root / "tasks.jsonl"
+    synthetic = {"languages": ["node"], "repos_per_language": 1, "variants": ["fail"]}
+    return synthetic_corpus(tmp_path_factory.mktemp("docker-corpus"), synthetic)
 
 
 @pytest.mark.docker
@@ -130,14 +99,7 @@ def test_exec_with_docker_on_the_demo_project(docker_engine):
     done = subprocess.run(
         [
             TERMINUS,
-            "exec",
-            "--repo",
-            str(ROOT / "examples/demo-project"),
-            "--query",
-            "run the tests",
-            "--sandbox",
-            "docker",
-            "--json",
+            *cli_args("exec", repo=ROOT / "examples/demo-project", query="run the tests", sandbox="docker", json=True),
         ],
         capture_output=True,
         text=True,

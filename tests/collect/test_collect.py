@@ -3,44 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-import yaml
 
+from builders import TERMINUS, cli_args, kill_when, lines_done, synthetic_corpus
 from terminus.collect.collect import collect
 from terminus.collect.validate import validate_tasks
-from terminus.config import load_config
 from terminus.models import make_policy
-from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks, write_tasks
-
-TERMINUS = str(Path(sys.executable).parent / "terminus")
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("corpus")
-    raw = {
-        "run": "t",
-        "tasks": {
-            "synthetic": {
-                "languages": ["python", "node"],
-                "repos_per_language": 3,
-                "variants": ["pass", "fail", "missing-dep"],
-            },
-            "registry": {"enabled": False},
-        },
-    }
-    (root / "config.yaml").write_text(yaml.safe_dump(raw))
-    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
-    return root / "tasks.jsonl"
+    synthetic = {"languages": ["python", "node"], "repos_per_language": 3, "variants": ["pass", "fail", "missing-dep"]}
+    return synthetic_corpus(tmp_path_factory.mktemp("corpus"), synthetic)
 
 
 def test_validate_keeps_reproducible_tasks_and_drops_wrong_facts(corpus, tmp_path):
@@ -69,23 +48,9 @@ def test_interrupted_collection_resumes_to_an_identical_file(corpus, tmp_path):
     part = out.with_name(out.name + ".part")
     command = [
         TERMINUS,
-        "collect",
-        "--tasks",
-        str(corpus),
-        "--out",
-        str(out),
-        "--splits",
-        "train,val,test",
-        "--concurrency",
-        "1",
-        "--quiet",
+        *cli_args("collect", tasks=corpus, out=out, splits="train,val,test", concurrency=1, quiet=True),
     ]
-    proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 3):
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_when(command, lambda: lines_done(part) >= 3)
     assert part.exists() and not out.exists()  # killed mid-run
     before = [line for line in part.read_text().splitlines() if line.strip()]
     total = len(reference.read_text().splitlines())

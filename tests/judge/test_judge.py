@@ -11,13 +11,13 @@ import string
 import pytest
 import yaml
 
+from builders import task
 from terminus.judge import scorer as scorer_module
 from terminus.judge.facts import check
 from terminus.judge.llm import JudgeError, LLMJudge, ParseError, loads_tolerant, parse_dimensions
 from terminus.judge.rubric import DEFAULT_RUBRIC, RubricError, load_rubric
 from terminus.judge.scorer import Scorer
 from terminus.judge.validity import CORRUPTIONS, corrupt, labelled_pairs, validity_report
-from terminus.tasks.record import Task
 
 RUBRIC = load_rubric()
 
@@ -154,15 +154,7 @@ FACTS = {
     "tests": {"passed": 7, "failed": 2, "skipped": 0, "failing": FAILING},
     "error": {"type": "AssertionError", "locations": ["tests/test_pay.py:12"], "root_cause": "pay/pay.py:9"},
 }
-TASK = Task(
-    id="t1",
-    language="python",
-    source="synthetic",
-    repo="r",
-    task_type="test-execution",
-    query="Run the tests and tell me what fails.",
-    facts=FACTS,
-)
+TASK = task(id="t1", repo="r", query="Run the tests and tell me what fails.", facts=FACTS)
 OUTPUT = (
     "..F.F....\nFAILED tests/test_pay.py::test_net_pay_typical - assert 3 == 5\n"
     "FAILED tests/test_pay.py::test_net_pay_zero - assert 1 == 2\ntests/test_pay.py:12: AssertionError\n"

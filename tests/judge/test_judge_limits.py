@@ -9,32 +9,17 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from builders import cli_args, snapshot_task
 from terminus.cli import app
 from terminus.collect.collect import collect
 from terminus.models import make_policy
-from terminus.tasks.record import Task, write_tasks
+from terminus.tasks.record import write_tasks
 
 
 @pytest.mark.timeout(90)
 def test_judge_calls_are_bounded_by_the_flags(fault_endpoint, tmp_path):
-    (tmp_path / "repos" / "r0").mkdir(parents=True)
-    (tmp_path / "repos" / "r0" / "README.md").write_text("x\n")
     tasks = tmp_path / "tasks.jsonl"
-    write_tasks(
-        tasks,
-        [
-            Task(
-                id="t0",
-                language="python",
-                source="synthetic",
-                repo="r0",
-                task_type="test-execution",
-                query="list the files",
-                facts={},
-                workspace="repos/r0",
-            )
-        ],
-    )
+    write_tasks(tasks, [snapshot_task(tmp_path, "r0", {"README.md": "x\n"})])
     trajectories = tmp_path / "trajectories.jsonl"
     collect(tasks, make_policy("scripted"), trajectories, splits=("train",), backend="local", show_progress=False)
     config = tmp_path / "config.yaml"
@@ -42,24 +27,8 @@ def test_judge_calls_are_bounded_by_the_flags(fault_endpoint, tmp_path):
     config.write_text(yaml.safe_dump({"run": "judgelimits", "tasks": {}, "judge": {"endpoint": endpoint}}))
     fault_endpoint.script = ["never"]
     start = time.monotonic()
-    result = CliRunner().invoke(
-        app,
-        [
-            "judge",
-            "--trajectories",
-            str(trajectories),
-            "--tasks",
-            str(tasks),
-            "--out",
-            str(tmp_path / "verdicts.jsonl"),
-            "--config",
-            str(config),
-            "--request-timeout",
-            "1",
-            "--max-retries",
-            "1",
-        ],
-    )
+    inputs = {"trajectories": trajectories, "tasks": tasks, "out": tmp_path / "verdicts.jsonl", "config": config}
+    result = CliRunner().invoke(app, cli_args("judge", **inputs, request_timeout=1, max_retries=1))
     elapsed = time.monotonic() - start
     assert result.exit_code == 2, result.output
     assert result.output.startswith("error: judge:") and "did not answer within 1 s" in result.output

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from builders import snapshot_task
 from terminus.mainagent.brains import LLMMainAgent
 from terminus.mainagent.harness import run_main_agent
 from terminus.models import make_policy
-from terminus.tasks.record import Task
+from terminus.tasks.record import Task, write_tasks
 
 SUBAGENT_CHOICE = {"type": "function", "function": {"name": "execution_subagent"}}
 FORCED = {"max_tokens": 256, "max_retries": 0, "tool_choice": SUBAGENT_CHOICE, "temperature": 1.0}
@@ -39,26 +40,16 @@ class Recording:
 
 @pytest.fixture
 def task(tmp_path) -> tuple[Task, Path]:
-    repo = tmp_path / "repos" / "calc"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "0"\n')
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    (repo / "tests" / "test_calc.py").write_text(test)
-    record = Task(
-        id="calc-fail",
-        source="synthetic",
-        language="python",
-        task_type="test-execution",
-        query="q",
-        repo="calc",
-        workspace="repos/calc",
-        split="test",
-        facts={"project_root": "."},
+    files = {
+        "pyproject.toml": '[project]\nname = "calc"\nversion = "0"\n',
+        "calc.py": "def add(a, b):\n    return a - b\n",
+        "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    }
+    record = snapshot_task(
+        tmp_path, "calc", files, id="calc-fail", query="q", split="test", facts={"project_root": "."}
     )
-    tasks_file = tmp_path / "tasks.jsonl"
-    tasks_file.write_text(json.dumps(record.to_dict()) + "\n")
-    return record, tasks_file
+    write_tasks(tmp_path / "tasks.jsonl", [record])
+    return record, tmp_path / "tasks.jsonl"
 
 
 @pytest.mark.slow

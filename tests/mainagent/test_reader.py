@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from builders import synthetic_corpus
 from terminus.agent.loop import DEFAULT_PROMPTS
-from terminus.config import load_config
 from terminus.eval.grid import verify
 from terminus.eval.metrics import command_signatures, rerun_rate
 from terminus.mainagent import reading
@@ -23,7 +23,6 @@ from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
 from terminus.mainagent.reader import ReaderMainAgent
 from terminus.models import make_policy
 from terminus.sandbox import make_sandbox
-from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks
 
 
@@ -48,19 +47,14 @@ def run_call(command: str) -> dict:
 
 @pytest.fixture(scope="module")
 def python_tasks(tmp_path_factory):
-    root = tmp_path_factory.mktemp("reader")
-    raw = {
-        "run": "readertest",
-        "tasks": {
-            "synthetic": {"languages": ["python"], "repos_per_language": 3, "variants": ["fail"]},
-            "registry": {"enabled": False},
-            "splits": {"train": 0.0, "val": 0.0, "test": 1.0},
-        },
-    }
-    (root / "config.yaml").write_text(yaml.safe_dump(raw))
-    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
-    tasks = [t for t in load_tasks(root / "tasks.jsonl") if t.meta.get("fix") and t.task_type == "test-execution"]
-    return tasks, root / "tasks.jsonl"
+    tasks_file = synthetic_corpus(
+        tmp_path_factory.mktemp("reader"),
+        {"languages": ["python"], "repos_per_language": 3, "variants": ["fail"]},
+        {"train": 0.0, "val": 0.0, "test": 1.0},
+        run="readertest",
+    )
+    tasks = [t for t in load_tasks(tasks_file) if t.meta.get("fix") and t.task_type == "test-execution"]
+    return tasks, tasks_file
 
 
 def episode(task, tasks_file: Path, policy) -> tuple[MainAgentResult, bool]:

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from builders import TERMINUS, cli_args
 from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.models import make_policy
 from terminus.models.openai_compat import PolicyError
 from terminus.sandbox import make_sandbox
 
-TERMINUS = str(Path(sys.executable).parent / "terminus")
 MESSAGES = [{"role": "user", "content": "run the tests"}]
 
 
@@ -98,28 +96,10 @@ def test_exec_contract_never_answering_endpoint(fault_endpoint, tmp_path):
     fault_endpoint.script = ["never"]
     (tmp_path / "README.md").write_text("demo\n")
     env = {k: v for k, v in os.environ.items() if k not in ("TERMINUS_DEBUG", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    limits = {"sandbox": "local", "request_timeout": 3, "max_retries": 1}
     start = time.monotonic()
     done = subprocess.run(
-        [
-            TERMINUS,
-            "exec",
-            "--repo",
-            str(tmp_path),
-            "--query",
-            "run the tests",
-            "--policy",
-            "openai",
-            "--model",
-            "tiny",
-            "--base-url",
-            fault_endpoint.url,
-            "--sandbox",
-            "local",
-            "--request-timeout",
-            "3",
-            "--max-retries",
-            "1",
-        ],
+        [TERMINUS, *cli_args("exec", repo=tmp_path, query="run the tests", **fault_endpoint.policy_options, **limits)],
         capture_output=True,
         text=True,
         timeout=60,

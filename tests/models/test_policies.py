@@ -9,6 +9,7 @@ import socket
 import pytest
 from typer.testing import CliRunner
 
+from builders import cli_args
 from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.cli import app
 from terminus.models import make_policy
@@ -33,23 +34,8 @@ def test_transformers_policy_runs_an_episode(tiny_model, tmp_path):
 
 def test_exec_cli_with_a_local_model(tiny_model, tmp_path):
     (tmp_path / "a.txt").write_text("x")
-    args = [
-        "exec",
-        "--repo",
-        str(tmp_path),
-        "--query",
-        "list files",
-        "--policy",
-        "transformers",
-        "--model",
-        str(tiny_model),
-        "--max-turns",
-        "2",
-        "--sandbox",
-        "local",
-        "--json",
-    ]
-    result = CliRunner().invoke(app, args)
+    options = {"policy": "transformers", "model": tiny_model, "max_turns": 2, "sandbox": "local", "json": True}
+    result = CliRunner().invoke(app, cli_args("exec", repo=tmp_path, query="list files", **options))
     assert result.exit_code == 0, result.output
     assert '"termination"' in result.output
 
@@ -62,22 +48,8 @@ def test_unreachable_endpoint_is_a_clear_error(tmp_path):
     traj = _episode(policy, tmp_path)
     assert traj.termination == "crash"
     assert f"127.0.0.1:{port}" in traj.error and "unreachable" in traj.error
-    result = CliRunner().invoke(
-        app,
-        [
-            "exec",
-            "--repo",
-            str(tmp_path),
-            "--query",
-            "q",
-            "--policy",
-            "openai",
-            "--model",
-            "tiny",
-            "--base-url",
-            f"http://127.0.0.1:{port}/v1",
-        ],
-    )
+    options = {"policy": "openai", "model": "tiny", "base_url": f"http://127.0.0.1:{port}/v1"}
+    result = CliRunner().invoke(app, cli_args("exec", repo=tmp_path, query="q", **options))
     assert result.exit_code == 2 and "unreachable" in result.output
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -13,11 +14,10 @@ from .repos import DATA, build_all, rows
 def swe_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("swe")
     built = build_all(root)
-    # The committed rows name these very commits: the repositories are rebuilt byte for byte.
+    # The committed rows name these very commits and patches: the repositories are rebuilt byte for byte.
     for family, family_rows in rows(built).items():
-        committed = (DATA / f"{family}.jsonl").read_text()
-        for row in family_rows:
-            assert row["base_commit"] in committed, f"{family}: rows are stale; run python -m tests.swe.repos"
+        committed = [json.loads(line) for line in (DATA / f"{family}.jsonl").read_text().splitlines()]
+        assert committed == family_rows, f"{family}: rows are stale; run python -m tests.swe.repos"
         shutil.copy(DATA / f"{family}.jsonl", root / f"{family}.jsonl")
     shutil.copy(DATA / "sharp.csv", root / "sharp.csv")
     return root, built

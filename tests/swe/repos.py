@@ -1,7 +1,8 @@
-"""Small git repositories with a real bug, built at test time from tests/data/swe/repos/<name>/:
-`base/` (the tree at the base commit), `gold/` and `partial/` (source files after the full and a partial fix),
-`tests/` (test files after the test patch). Commits use fixed identities and dates, so their hashes are the ones
-the dataset rows in tests/data/swe/ name (`python -m tests.swe.repos` rewrites the rows)."""
+"""Small git repositories with a real bug, built at test time from tests/data/swe/repos/<name>/ the way the
+SWE-bench family stores an instance: `base/` (the tree at the base commit) and patches against it, `gold.patch`
+(the fix), `test.patch` (the tests that show the bug) and `partial.patch` (a fix of half the bug). Commits use fixed
+identities and dates, so their hashes are the ones the dataset rows in tests/data/swe/ name (`python -m
+tests.swe.repos` rewrites the rows)."""
 
 from __future__ import annotations
 
@@ -29,37 +30,22 @@ def git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
-def _overlay(src: Path, dest: Path) -> None:
-    shutil.copytree(src, dest, dirs_exist_ok=True)
-
-
-def _diff_of(repo: Path, *overlays: Path) -> str:
-    for overlay in overlays:
-        _overlay(overlay, repo)
-    git("add", "-A", cwd=repo)
-    patch = git("diff", "--cached", cwd=repo)
-    git("reset", "-q", "--hard", cwd=repo)
-    return patch
+PATCHES = ("gold", "test", "partial")
 
 
 def build(name: str, dest: Path) -> dict:
-    """The repository `name` at `dest`: base commit on `main`, the fix (gold + tests) on branch `fix`."""
+    """The repository `name` at `dest`: base commit on `main`, the fix (gold + test patch) on branch `fix`; with
+    the commits and the three patches' texts."""
     spec = DATA / "repos" / name
     shutil.copytree(spec / "base", dest)
     git("init", "-q", "-b", "main", cwd=dest)
     git("add", "-A", cwd=dest)
     git("commit", "-q", "-m", f"{name}: base", cwd=dest)
-    base = git("rev-parse", "HEAD", cwd=dest).strip()
-    out = {
-        "base": base,
-        "gold": _diff_of(dest, spec / "gold"),
-        "test": _diff_of(dest, spec / "tests"),
-        "partial": _diff_of(dest, spec / "partial"),
-    }
+    out = {"base": git("rev-parse", "HEAD", cwd=dest).strip()}
+    out |= {kind: (spec / f"{kind}.patch").read_text() for kind in PATCHES}
+    git("apply", "--check", str(spec / "partial.patch"), cwd=dest)  # applies at base, as gold and test do below
     git("checkout", "-q", "-b", "fix", cwd=dest)
-    _overlay(spec / "gold", dest)
-    _overlay(spec / "tests", dest)
-    git("add", "-A", cwd=dest)
+    git("apply", "--index", str(spec / "gold.patch"), str(spec / "test.patch"), cwd=dest)
     git("commit", "-q", "-m", f"{name}: fix", cwd=dest)
     out["fix"] = git("rev-parse", "HEAD", cwd=dest).strip()
     git("checkout", "-q", "main", cwd=dest)

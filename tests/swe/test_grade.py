@@ -5,8 +5,8 @@ the planted broken one; predictions files in the official formats."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -85,12 +85,17 @@ def test_edited_tree_is_graded_by_its_diff(swe_data, tmp_path):
     inst = _instance(swe_data, "swe-rebench-v2", "rebench-v2.jsonl")
     tree = tmp_path / "tree"
     git("clone", "-q", str(root / "git" / "slugify"), str(tree), cwd=tmp_path)
-    shutil.copy(DATA / "repos" / "slugify" / "gold" / "src" / "slug.js", tree / "src" / "slug.js")
+    git("apply", str(DATA / "repos" / "slugify" / "gold.patch"), cwd=tree)  # the working tree only, as an editor
     (tree / "NOTES.md").write_text("fixed\n")
     patch = patch_from_tree(tree, inst.base_commit)
     assert "b/NOTES.md" in patch and "b/src/slug.js" in patch
     assert grade_patch(inst, patch, "local").resolved
     assert "NOTES.md" not in git("status", "--porcelain", "--untracked-files=no", cwd=tree)  # its index untouched
+
+
+def _grade_command(dataset: Path, predictions: Path, out: Path):
+    args = ["--dataset", str(dataset), "--predictions", str(predictions), "--sandbox", "bwrap", "--out", str(out)]
+    return CliRunner().invoke(app, ["swe", "grade", *args])
 
 
 @needs_bwrap
@@ -102,21 +107,7 @@ def test_grade_command_writes_the_report(swe_data, tmp_path):
         tmp_path / "preds.jsonl",
     )
     out = tmp_path / "report.json"
-    result = CliRunner().invoke(
-        app,
-        [
-            "swe",
-            "grade",
-            "--dataset",
-            str(root / "verified.jsonl"),
-            "--predictions",
-            str(predictions),
-            "--sandbox",
-            "bwrap",
-            "--out",
-            str(out),
-        ],
-    )
+    result = _grade_command(root / "verified.jsonl", predictions, out)
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text()) == {
         inst.instance_id: {
@@ -127,21 +118,7 @@ def test_grade_command_writes_the_report(swe_data, tmp_path):
     }
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instance_id": "nobody__nothing-1", "model_patch": ""}\n')
-    result = CliRunner().invoke(
-        app,
-        [
-            "swe",
-            "grade",
-            "--dataset",
-            str(root / "verified.jsonl"),
-            "--predictions",
-            str(bad),
-            "--sandbox",
-            "bwrap",
-            "--out",
-            str(out),
-        ],
-    )
+    result = _grade_command(root / "verified.jsonl", bad, out)
     assert result.exit_code == 2 and "name no instance of the dataset" in result.output
 
 
