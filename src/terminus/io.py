@@ -67,6 +67,16 @@ def append_jsonl(path: Path | str, record: dict) -> None:
         os.close(fd)
 
 
+def drop_report(noun: str, items: list, kept: int, dropped: dict[str, str], key, **breakdowns) -> dict:
+    """A validation stage's report: how many `noun` it read, kept and dropped, the dropped ones counted by each
+    breakdown (`name=function of an item`), and the reason for each dropped id (`key(item)`)."""
+    from collections import Counter
+
+    gone = [item for item in items if key(item) in dropped]
+    counts = {f"dropped_by_{name}": dict(Counter(by(item) for item in gone)) for name, by in breakdowns.items()}
+    return {noun: len(items), "kept": kept, "dropped": len(dropped), **counts, "reasons": dropped}
+
+
 def ensure_inside(path: Path | str, folder: Path | str, what: str = "path") -> Path:
     """`path`, resolved, if it lies inside `folder` (after resolving `..` and symlinks); ValueError otherwise.
     Every path a run derives from data (an id, a manifest entry) goes through this before anything is written."""

@@ -5,13 +5,12 @@ dropped and counted (the verifier must accept the gold answer before anything le
 from __future__ import annotations
 
 import os
-from collections import Counter
 from functools import partial
 from pathlib import Path
 
 from terminus.collect.provenance import file_sha256
 from terminus.collect.runner import check_workspaces, run_episode, run_jobs
-from terminus.io import write_json_atomic
+from terminus.io import drop_report, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.models.scripted import ScriptedPolicy
 from terminus.tasks.record import Task, load_tasks, write_tasks
@@ -58,13 +57,8 @@ def validate_tasks(
             absolute = (tasks_file.parent / task.workspace).resolve()
             task.workspace = os.path.relpath(absolute, out.parent.resolve())
     write_tasks(out, kept)
-    report = {
-        "tasks": len(tasks),
-        "kept": len(kept),
-        "dropped": len(dropped),
-        "dropped_by_type": dict(Counter(t.task_type for t in tasks if t.id in dropped)),
-        "dropped_by_source": dict(Counter(t.source for t in tasks if t.id in dropped)),
-        "reasons": dropped,
-    }
+    report = drop_report(
+        "tasks", tasks, len(kept), dropped, lambda t: t.id, type=lambda t: t.task_type, source=lambda t: t.source
+    )
     write_json_atomic(report_path, report)
     return report

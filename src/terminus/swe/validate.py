@@ -6,9 +6,9 @@ counted, as registry mutants are."""
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+from terminus.io import drop_report
 from terminus.sandbox import Limits
 from terminus.swe.grade import grade_in_sandbox, instance_sandbox
 from terminus.swe.record import GradeResult, RepairInstance
@@ -71,13 +71,14 @@ def validate_instances(
         else:
             log.info("dropping %s: %s", inst.instance_id, reason)
             dropped[inst.instance_id] = reason
-    report = {
-        "instances": len(instances),
-        "kept": len(kept),
-        "dropped": len(dropped),
-        "dropped_by_family": dict(Counter(i.family for i in instances if i.instance_id in dropped)),
-        "dropped_by_language": dict(Counter(i.language for i in instances if i.instance_id in dropped)),
-        "reasons": dropped,
-        "observed": observed,
-    }
+    report = drop_report(
+        "instances",
+        instances,
+        len(kept),
+        dropped,
+        lambda i: i.instance_id,
+        family=lambda i: i.family,
+        language=lambda i: i.language,
+    )
+    report["observed"] = observed
     return kept, report

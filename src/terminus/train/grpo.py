@@ -14,7 +14,6 @@ judge's Scorer.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import statistics
@@ -25,7 +24,7 @@ from pathlib import Path
 from terminus.agent.terminal import TERMINAL_TOOL
 from terminus.agent.timing import model_view
 from terminus.config import resolve_model as resolve
-from terminus.train.sft import MetricsJsonl, check_model_resolves, parse_recipe, train_and_save
+from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, train_and_save
 
 log = logging.getLogger(__name__)
 
@@ -197,16 +196,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
     deterministic_torch(training_args.seed)
     tasks_file = Path(resolve(script_args.tasks_file))
     if script_args.dry_run:
-        info = check_model_resolves(model_args.model_name_or_path)
-        info.update(
-            output_dir=training_args.output_dir,
-            num_generations=training_args.num_generations,
-            max_completion_length=training_args.max_completion_length,
-            use_vllm=training_args.use_vllm,
-            peft=bool(model_args.use_peft),
-        )
-        print(json.dumps(info, indent=1))
-        return info
+        return dry_run_report(training_args, model_args, ("num_generations", "max_completion_length", "use_vllm"))
     tasks = [t for t in load_tasks(tasks_file) if t.split in script_args.splits]
     if not tasks:
         raise ValueError(f"{tasks_file} has no tasks in the splits {script_args.splits}")

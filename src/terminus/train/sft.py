@@ -74,6 +74,16 @@ def check_model_resolves(model_id: str) -> dict:
     return {"model": model_id, "source": source, "class": MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]}
 
 
+def dry_run_report(training_args, model_args, keys: tuple[str, ...]) -> dict:
+    """What a recipe would train (the model resolved without downloading, the output folder, the recipe's `keys`),
+    printed and returned instead of training."""
+    info = check_model_resolves(model_args.model_name_or_path)
+    info.update(output_dir=training_args.output_dir, peft=bool(model_args.use_peft))
+    info.update({key: getattr(training_args, key) for key in keys})
+    print(json.dumps(info, indent=1))
+    return info
+
+
 def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
     import torch
     from datasets import load_from_disk
@@ -85,15 +95,7 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
     deterministic_torch(training_args.seed)
     model_id = resolve_model(model_args.model_name_or_path)
     if script_args.dry_run:
-        info = check_model_resolves(model_args.model_name_or_path)
-        info.update(
-            output_dir=training_args.output_dir,
-            assistant_only_loss=training_args.assistant_only_loss,
-            max_length=training_args.max_length,
-            peft=bool(model_args.use_peft),
-        )
-        print(json.dumps(info, indent=1))
-        return info
+        return dry_run_report(training_args, model_args, ("assistant_only_loss", "max_length"))
     dataset_path = resolve_model(script_args.dataset_path)
     if not Path(dataset_path).is_dir():
         raise FileNotFoundError(f"dataset {dataset_path} does not exist (make it with `terminus sft-data`)")
