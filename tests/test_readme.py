@@ -230,3 +230,12 @@ def test_dry_run_forms():
         "<!-- local, dry-run -->\n```sh\nmake lab RUN=results/smoke  # note\nsnakemake --profile local\n```"
     )
     assert dry_run(block) == "make -n lab RUN=results/smoke\nsnakemake --profile local -n"
+
+
+def test_the_results_table_is_the_committed_tables():
+    """The README's results table is what scripts/readme_results.py makes of results/cached/ and
+    results/benchmarks/learning.json: refreshing the cached results without the README fails here."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "readme_results.py"), "--check"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
