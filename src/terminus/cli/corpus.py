@@ -131,7 +131,7 @@ def sft_data(
 ) -> None:
     """Filter trajectories and convert them to chat conversations with tool calls for TRL's SFTTrainer."""
     from terminus.tasks.record import TaskFileError
-    from terminus.train.data import build_sft_dataset
+    from terminus.train.data import KeepRule, build_sft_dataset
 
     try:
         counts = build_sft_dataset(
@@ -139,8 +139,7 @@ def sft_data(
             tasks,
             out,
             verdicts=verdicts,
-            min_recall=min_recall,
-            min_reward=min_reward,
+            rule=KeepRule(min_recall=min_recall, min_reward=min_reward),
             augment=augment,
             seed=seed,
         )

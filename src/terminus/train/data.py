@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from terminus.agent.terminal import TERMINAL_TOOL
@@ -46,19 +47,27 @@ def to_chat(trajectory: dict) -> list[dict]:
     return out
 
 
-def keep(
-    traj: dict, task: Task, min_recall: float, min_precision: float, verdict: dict | None, min_reward: float
-) -> tuple[bool, str]:
+@dataclass(frozen=True)
+class KeepRule:
+    """Which teacher trajectories become training data: a final answer the fact checker finds complete and correct
+    (recall and precision at least these, nothing hallucinated) and, with judge verdicts, a reward at least this."""
+
+    min_recall: float = 1.0
+    min_precision: float = 1.0
+    min_reward: float = 0.5
+
+
+def keep(traj: dict, task: Task, rule: KeepRule, verdict: dict | None) -> tuple[bool, str]:
     if traj.get("termination") != "final_answer":
         return False, f"termination {traj.get('termination')}"
     fc = check(traj.get("final_answer"), task.facts, task.task_type, observations_of(traj["messages"]))
-    if fc.recall < min_recall:
+    if fc.recall < rule.min_recall:
         return False, "fact recall"
-    if fc.precision < min_precision:
+    if fc.precision < rule.min_precision:
         return False, "fact precision"
     if fc.hallucinated:
         return False, "hallucinated claims"
-    if verdict is not None and verdict.get("reward", 0.0) < min_reward:
+    if verdict is not None and verdict.get("reward", 0.0) < rule.min_reward:
         return False, "judge reward"
     return True, ""
 
@@ -69,9 +78,7 @@ def build_sft_dataset(
     out: Path,
     *,
     verdicts: Path | None = None,
-    min_recall: float = 1.0,
-    min_precision: float = 1.0,
-    min_reward: float = 0.5,
+    rule: KeepRule = KeepRule(),
     augment: int = 0,
     seed: int = 0,
 ) -> dict:
@@ -89,9 +96,7 @@ def build_sft_dataset(
         if task is None:
             dropped["unknown task"] += 1
             continue
-        ok, why = keep(
-            traj, task, min_recall, min_precision, by_verdict.get(traj["id"]) if verdicts else None, min_reward
-        )
+        ok, why = keep(traj, task, rule, by_verdict.get(traj["id"]) if verdicts else None)
         if not ok:
             dropped[why] += 1
             continue
