@@ -214,6 +214,15 @@ def test_reward_is_monotonic_in_fact_recall():
     assert rewards == sorted(rewards) and rewards[0] < rewards[-1]
 
 
+def test_an_answer_with_no_command_behind_it_earns_nothing():
+    """GRPO collapsed onto answering at once while that still earned the answer's form credit."""
+    ran = episode("pytest ran.")
+    at_once = {**ran, "turns": [], "messages": [], "final_answer": [{"command": "", "summary": "pytest ran."}]}
+    scorer = Scorer(tasks={"t1": TASK})
+    attempt, shortcut = scorer.score([ran, at_once])
+    assert shortcut["reward"] == 0.0 and attempt["reward"] > 0.0
+
+
 def test_hallucinated_claims_are_those_no_output_shows():
     result = check(
         episode("pytest: 3 failed, 7 passed; failing: test_imaginary.")["final_answer"],

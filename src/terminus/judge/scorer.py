@@ -152,8 +152,10 @@ class Scorer:
         # small weight, so that a model that cannot yet state facts still sees which rollouts were closer; both
         # halves, because an answer given without running anything is no use to the main agent (with the answer
         # alone rewarded, GRPO taught the tiny model to answer at once).
+        # An answer with no command behind it earns no form at all: at 0.05 it was as good as most real attempts of
+        # a tiny model, and GRPO collapsed onto it.
         errors = int(trajectory.get("format_errors") or 0)
-        form = 0.5 * (answer is not None) + 0.5 * commands / max(1, commands + errors)
+        form = (0.5 * (answer is not None) + 0.5 * commands / (commands + errors)) if commands else 0.0
         reward = (1 - c.format_weight) * content + c.format_weight * form
         return {
             "schema": SCHEMA,
