@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terminus.sandbox.base import CommandResult, Limits, OutsideWorkspaceError, Sandbox, SandboxError
+from terminus.sandbox.base import CommandResult, Limits, Sandbox
 from terminus.sandbox.bwrap import bwrap_path
+from terminus.sandbox.errors import OutsideWorkspaceError, SandboxError
 
 BACKENDS = ("local", "bwrap", "docker", "apptainer")
 

@@ -9,24 +9,21 @@ listed through the same channel (`files`), so callers see them as the commands d
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import selectors
-import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from terminus.errors import TerminusError
 from terminus.sandbox import files
 from terminus.sandbox.copying import COPY_MODES, copy_repository
+from terminus.sandbox.errors import SandboxError
 from terminus.sandbox.output import OutputCollector
 from terminus.sandbox.procs import MARKER_VAR, EnvMarker, PidsCgroup, make_tracker
 from terminus.sandbox.tmproot import run_root
@@ -114,17 +111,6 @@ class Sandbox(Protocol):
     def __exit__(self, *exc) -> None: ...
 
 
-class SandboxError(TerminusError, RuntimeError):
-    """The sandbox cannot be created or used (missing binary, bad image, no daemon)."""
-
-
-class OutsideWorkspaceError(SandboxError, ValueError):
-    """A file operation named a path outside the workspace; nothing was read or written."""
-
-
-FILE_TIMEOUT_S = 120.0  # a file operation is a `cat`; only a wedged sandbox takes this long
-
-
 WRAPPER = r"""# terminus: runs one command with the shell state the previous one left. $1 is the state folder.
 __t_state="$1"
 {ZULIMITS}
@@ -204,7 +190,7 @@ def stage_command(ws: Workspace, limits: Limits, closed: bool, command: str, tim
     return max(0.1, min(float(timeout_s), limits.max_timeout_s))
 
 
-class SandboxBase:
+class SandboxBase(files.FileAccess):
     """What every backend shares: staging a command, the result record, the file operations (through `run`), and
     the lifecycle (close once; the backend's own teardown, then the workspace). Subclasses set `ws`, `limits`,
     `_closed`, give `run()` and `_release()`, and name the workspace and state folders as the command sees them."""
@@ -212,55 +198,6 @@ class SandboxBase:
     name = "base"
     inside_workspace: str  # the workspace path as the command sees it
     inside_state: str  # the state folder (`ws.state`) as the command sees it: the wrapper and file transfers
-
-    # -- files, through the command channel (see `files`) -----------------------------------------------
-    # `root`: the folder that paths are relative to and confined to, the workspace unless a caller that shows the
-    # agent another folder of the sandbox (an image's repository path: mainagent.instance.AtWorkdir) names it.
-    def read_file(self, path: str, errors: str = "strict", *, root: str | None = None) -> str:
-        return self._file_op("read", path, root).decode("utf-8", errors)
-
-    def write_file(self, path: str, text: str, *, root: str | None = None) -> None:
-        self._file_op("write", path, root, text.encode())
-
-    def list_files(self, path: str = ".", *, root: str | None = None) -> list[str]:
-        return files.parse_listing(self._file_op("list", path, root))
-
-    def _file_op(self, op: str, path: str, root: str | None, upload: bytes | None = None) -> bytes:
-        root = root or self.inside_workspace
-        target = files.confine(root, path)
-        if target is None:
-            raise OutsideWorkspaceError(f"{path} is outside the workspace {root}")
-        token = uuid.uuid4().hex[:16]  # the transfer files, in the state folder (host path and as commands see it)
-        host_src, host_dst = self.ws.state / f"src-{token}", self.ws.state / f"dst-{token}"
-        inside = f"{self.inside_state}/"
-        names = {"root": root, "path": target, "src": f"{inside}src-{token}", "dst": f"{inside}dst-{token}"}
-        try:
-            if upload is not None:
-                host_src.write_bytes(upload)
-            setup = " ".join(f"__t_{key}={shlex.quote(value)}" for key, value in names.items())
-            done = self.run(setup + "\n" + files.SCRIPTS[op], FILE_TIMEOUT_S)
-            if done.exit_code == 0:
-                return b"" if op == "write" else host_dst.read_bytes()
-            raise self._file_error(op, path, done)
-        finally:
-            host_src.unlink(missing_ok=True)
-            host_dst.unlink(missing_ok=True)
-
-    @staticmethod
-    def _file_error(op: str, path: str, done: CommandResult) -> Exception:
-        if done.timed_out or done.exit_code is None:
-            return SandboxError(f"cannot {op} {path}: the sandbox did not answer within {done.duration_s:.0f} s")
-        if done.exit_code == files.OUTSIDE:
-            return OutsideWorkspaceError(f"{path} leads outside the workspace (through a symbolic link)")
-        if done.exit_code == files.MISSING:
-            what = "folder for this file" if op == "write" else "file or folder"
-            return FileNotFoundError(errno.ENOENT, f"no such {what} in the sandbox", path)
-        if done.exit_code == files.IS_FOLDER:
-            return IsADirectoryError(errno.EISDIR, "a folder, not a file", path)
-        if done.exit_code == files.NOT_FOLDER:
-            return NotADirectoryError(errno.ENOTDIR, "a file, not a folder", path)
-        reason = done.output.strip()[-300:] or f"exit code {done.exit_code}"
-        return OSError(f"cannot {op} {path} in the sandbox: {reason}")
 
     def _stage(self, command: str, timeout_s: float) -> float:
         return stage_command(self.ws, self.limits, self._closed, command, timeout_s)

@@ -13,8 +13,14 @@ exists), so a link in the workspace cannot lead a read or a write outside it.
 
 from __future__ import annotations
 
+import errno
 import posixpath
+import shlex
+import uuid
 
+from terminus.sandbox.errors import OutsideWorkspaceError, SandboxError
+
+FILE_TIMEOUT_S = 120.0  # a file operation is a `cat`; only a wedged sandbox takes this long
 # Exit codes of the scripts below, beyond 0 (done) and a failing command's own (message in the output).
 OUTSIDE, MISSING, IS_FOLDER, NOT_FOLDER = 3, 4, 5, 6
 
@@ -75,3 +81,55 @@ def parse_listing(data: bytes) -> list[str]:
     """find's NUL-separated `./a/b` entries as sorted paths relative to the listed folder."""
     names = data.decode("utf-8", errors="replace").split("\0")
     return sorted(name.removeprefix("./") for name in names if name)
+
+
+class FileAccess:
+    """read_file, write_file and list_files for `SandboxBase`, through the sandbox's own `run` (the module doc)."""
+
+    # `root`: the folder that paths are relative to and confined to, the workspace unless a caller that shows the
+    # agent another folder of the sandbox (an image's repository path: mainagent.instance.AtWorkdir) names it.
+    def read_file(self, path: str, errors: str = "strict", *, root: str | None = None) -> str:
+        return self._file_op("read", path, root).decode("utf-8", errors)
+
+    def write_file(self, path: str, text: str, *, root: str | None = None) -> None:
+        self._file_op("write", path, root, text.encode())
+
+    def list_files(self, path: str = ".", *, root: str | None = None) -> list[str]:
+        return parse_listing(self._file_op("list", path, root))
+
+    def _file_op(self, op: str, path: str, root: str | None, upload: bytes | None = None) -> bytes:
+        root = root or self.inside_workspace
+        target = confine(root, path)
+        if target is None:
+            raise OutsideWorkspaceError(f"{path} is outside the workspace {root}")
+        token = uuid.uuid4().hex[:16]  # the transfer files, in the state folder (host path and as commands see it)
+        host_src, host_dst = self.ws.state / f"src-{token}", self.ws.state / f"dst-{token}"
+        inside = f"{self.inside_state}/"
+        names = {"root": root, "path": target, "src": f"{inside}src-{token}", "dst": f"{inside}dst-{token}"}
+        try:
+            if upload is not None:
+                host_src.write_bytes(upload)
+            setup = " ".join(f"__t_{key}={shlex.quote(value)}" for key, value in names.items())
+            done = self.run(setup + "\n" + SCRIPTS[op], FILE_TIMEOUT_S)
+            if done.exit_code == 0:
+                return b"" if op == "write" else host_dst.read_bytes()
+            raise self._file_error(op, path, done)
+        finally:
+            host_src.unlink(missing_ok=True)
+            host_dst.unlink(missing_ok=True)
+
+    @staticmethod
+    def _file_error(op: str, path: str, done) -> Exception:
+        if done.timed_out or done.exit_code is None:
+            return SandboxError(f"cannot {op} {path}: the sandbox did not answer within {done.duration_s:.0f} s")
+        if done.exit_code == OUTSIDE:
+            return OutsideWorkspaceError(f"{path} leads outside the workspace (through a symbolic link)")
+        if done.exit_code == MISSING:
+            what = "folder for this file" if op == "write" else "file or folder"
+            return FileNotFoundError(errno.ENOENT, f"no such {what} in the sandbox", path)
+        if done.exit_code == IS_FOLDER:
+            return IsADirectoryError(errno.EISDIR, "a folder, not a file", path)
+        if done.exit_code == NOT_FOLDER:
+            return NotADirectoryError(errno.ENOTDIR, "a file, not a folder", path)
+        reason = done.output.strip()[-300:] or f"exit code {done.exit_code}"
+        return OSError(f"cannot {op} {path} in the sandbox: {reason}")
