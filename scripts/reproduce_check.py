@@ -46,9 +46,9 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(src, target)
 
 
-def run_dag(copy: Path, configfile: str | None, log: Path) -> float:
+def run_dag(copy: Path, configfile: str | None, log: Path, target: str | None) -> float:
     env = dict(os.environ, PYTHONPATH=str(copy / "src"), PATH=f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}")
-    cmd = ["snakemake", "--workflow-profile", "workflow/profiles/local"]
+    cmd = ["snakemake", *([target] if target else []), "--workflow-profile", "workflow/profiles/local"]
     if configfile:
         cmd += ["--configfile", configfile]
     start = time.perf_counter()
@@ -65,18 +65,21 @@ def main() -> int:
     ap.add_argument("--configfile", help="A config to run instead of the default smoke config (path in the repo).")
     ap.add_argument("--run", default="smoke", help="The config's run name (the folder under results/).")
     ap.add_argument("--keep", action="store_true", help="Keep the two copies (default: removed when identical).")
+    ap.add_argument("--target", help="Run the DAG only up to this output (e.g. results/smoke/sft-data; default: all).")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks" / "reproducibility.json")
     args = ap.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="terminus-repro-"))
     walls = {}
     for name in ("a", "b"):
         copy = workdir / name
-        if not (copy / "results" / args.run / "eval" / "summary.csv").is_file():  # resumes a killed check
+        done = copy / (args.target or f"results/{args.run}/eval/summary.csv")
+        if not done.exists():  # resumes a killed check
             copy_tree(copy)
             print(f"[{name}] running the DAG in {copy}", flush=True)
-            walls[name] = round(run_dag(copy, args.configfile, workdir / f"{name}.log"), 1)
+            walls[name] = round(run_dag(copy, args.configfile, workdir / f"{name}.log", args.target), 1)
     result = compare_runs(workdir / "a" / "results" / args.run, workdir / "b" / "results" / args.run, PARTS)
     result["parts"] = list(PARTS)
+    result["target"] = args.target or "all"
     result["wall_s"] = walls
     write_json_atomic(args.out, result)
     print(f"{len(result['identical'])} identical, {len(result['differing'])} differing -> {args.out}")

@@ -21,6 +21,7 @@ from terminus.agent.timing import model_view, normalise_timing
         ("real\t0m0.003s", "real\t1m2.500s"),
         ("Time Elapsed 00:00:01.23", "Time Elapsed 00:01:11.90"),
         ("Time:        0.512 s", "Time:        3 s"),
+        ("self = <idna.codec.Codec object at 0x7fa68608c050>", "self = <idna.codec.Codec object at 0x7f14063466d0>"),
     ],
 )  # fmt: skip
 def test_two_timings_of_one_output_read_the_same(first, second):
