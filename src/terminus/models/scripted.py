@@ -88,7 +88,9 @@ def recipes() -> dict[str, tuple[tuple[str, int] | None, tuple[str, int], bool]]
         ),
         "rust": (
             ("cargo build --offline 2>&1", 180_000),
-            (filtered("cargo test --offline --no-fail-fast", CARGO_KEEP), 180_000),
+            # one test thread: with cargo's parallel threads the failures (and the first panic) print in a different
+            # order each run, and the expert's summary, which names them in order, with them
+            (filtered("cargo test --offline --no-fail-fast -- --test-threads=1", CARGO_KEEP), 180_000),
             True,
         ),
         "go": (("go build ./... 2>&1", 120_000), (filtered("go test -v ./...", GO_KEEP), 120_000), True),
