@@ -92,4 +92,4 @@ def test_notebooks_regenerate_every_figure_from_cached_results(tmp_path):
             parameters={"results": "results/cached", "figures": str(tmp_path / "fig")},
         )
     figures = {p.stem for p in (tmp_path / "fig").glob("*.png")}
-    assert figures == {"corpus", "training", "evaluation", "delegation", "case_study"}
+    assert figures == {"corpus", "training", "learning", "evaluation", "delegation", "case_study"}
