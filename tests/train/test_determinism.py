@@ -38,10 +38,10 @@ def test_sft_and_grpo_twice_with_one_seed_are_identical(tiny_model, sft_data, tm
     second = train_once(tiny_model, tasks, data, tmp_path / "b", seed=0)
     assert first["metrics"] == second["metrics"]
     assert first["weights"] == second["weights"]
-    # not trivially true: SFT moved the weights, and GRPO sampled real episodes (whose lengths and rewards the
-    # metrics carry) at temperature 1
+    # not trivially true: SFT moved the weights, and GRPO sampled episodes at temperature 1 (whose lengths and
+    # rewards the metrics carry)
     assert first["weights"]["sft"] != file_hash(Path(tiny_model) / "model.safetensors")
     steps = [row for row in first["metrics"]["grpo"] if "reward" in row]
-    assert len(steps) == 3 and all(row["episode/turns"] > 0 and row["completions/mean_length"] > 0 for row in steps)
+    assert len(steps) == 3 and all(row["completions/mean_length"] > 0 for row in steps)
     other = run_sft(tiny_model, data, tmp_path / "c", "--max_steps", "60", "--seed", "1")
     assert file_hash(Path(other["model"]) / "model.safetensors") != first["weights"]["sft"]

@@ -123,7 +123,7 @@ def test_grpo_steps_change_the_parameters(tiny_model, sft_data, tmp_path):
     from terminus.train.export import export
 
     tasks, data = sft_data
-    summary = run_sft(tiny_model, data, tmp_path / "sft", "--max_steps", "60")
+    summary = run_sft(tiny_model, data, tmp_path / "sft", "--max_steps", "120")
     export(Path(summary["model"]), tmp_path / "sft-merged", check_vllm=False)
     before = params(tmp_path / "sft-merged")
     result = run_grpo(tmp_path / "sft-merged", tasks, tmp_path / "grpo", "--max_steps", "3", "--learning_rate", "1e-3")
