@@ -41,6 +41,15 @@ def _first(pattern: str, text: str, flags: int = re.M) -> re.Match | None:
     return re.search(pattern, text, flags)
 
 
+def _failing(names: list[str], limit: int | None = None, count_rest: bool = False) -> list[str]:
+    """The `failing: a, b` fact (none when nothing failed): at most `limit` names, and `(+N more)` when asked."""
+    if not names:
+        return []
+    shown = names[:limit] if limit else names
+    rest = f" (+{len(names) - len(shown)} more)" if count_rest and len(names) > len(shown) else ""
+    return ["failing: " + ", ".join(shown) + rest]
+
+
 def missing_module(text: str) -> str | None:
     """The package a Python or Node import could not find, if any."""
     match = _first(r"ModuleNotFoundError: No module named '([\w.]+)'", text) or _first(
@@ -53,11 +62,7 @@ def pytest(command: str, text: str, code: int | None) -> list[str]:
     facts = []
     counts = _first(r"^=*\s*((?:\d+ \w+(?: \w+)?,? ?)+) in [\d.]+s", text)
     facts.append(f"pytest: {counts.group(1).strip()}" if counts else "pytest did not report a summary")
-    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)
-    if failed:
-        facts.append(
-            "failing: " + ", ".join(failed[:10]) + (f" (+{len(failed) - 10} more)" if len(failed) > 10 else "")
-        )
+    facts += _failing(re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M), limit=10, count_rest=True)
     where = re.findall(r"^(\S+\.py):(\d+): (\w+(?:Error|Exception))", text, re.M)
     if where:
         path, line, error = where[0]
@@ -76,8 +81,7 @@ def node_test(command: str, text: str, code: int | None) -> list[str]:
         facts.append(f"node:test: {passed.group(1)} passed, {failed.group(1)} failed")
     names = re.findall(r"^\s*not ok \d+ - (.+)$", text, re.M)
     names = [n for n in names if not n.endswith(".js") and not n.endswith(".mjs")]
-    if names:
-        facts.append("failing: " + ", ".join(names[:10]))
+    facts += _failing(names, limit=10)
     loc = _first(r"\(([\w./-]+\.m?js):(\d+):\d+\)", text)
     if loc and names:
         facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
@@ -111,9 +115,7 @@ def ctest(command: str, text: str, code: int | None) -> list[str]:
     if summary:
         failed, total = int(summary.group(2)), int(summary.group(3))
         facts.append(f"ctest: {total - failed} passed, {failed} failed of {total}")
-    names = re.findall(r"^\s*\d+ - (\S+) \(Failed\)", text, re.M)
-    if names:
-        facts.append("failing: " + ", ".join(names))
+    facts += _failing(re.findall(r"^\s*\d+ - (\S+) \(Failed\)", text, re.M))
     loc = _first(r"^([\w./-]+\.(?:c|cc|cpp)):(\d+): .*(?:FAIL|Assertion|assert)", text)
     if loc:
         facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
@@ -132,9 +134,7 @@ def cargo(command: str, text: str, code: int | None) -> list[str]:
         passed = sum(int(r[0]) for r in results)
         failed = sum(int(r[1]) for r in results)
         facts.append(f"cargo test: {passed} passed, {failed} failed")
-    names = re.findall(r"^test (\S+) \.\.\. FAILED", text, re.M)
-    if names:
-        facts.append("failing: " + ", ".join(names))
+    facts += _failing(re.findall(r"^test (\S+) \.\.\. FAILED", text, re.M))
     panic = _first(r"panicked at ([^\s:]+):(\d+):\d+:\n(.+)", text)
     if panic:
         facts.append(f"first panic at {panic.group(1)}:{panic.group(2)}: {panic.group(3).strip()[:160]}")
