@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from terminus.config import git_commit  # noqa: E402
 from terminus.io import write_json_atomic  # noqa: E402
 from terminus.reproducibility import compare_runs  # noqa: E402
 
@@ -48,6 +49,7 @@ def copy_tree(dest: Path) -> None:
 
 def run_dag(copy: Path, configfile: str | None, log: Path, target: str | None) -> float:
     env = dict(os.environ, PYTHONPATH=str(copy / "src"), PATH=f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}")
+    env["TERMINUS_GIT_COMMIT"] = git_commit()  # the copies have no .git: their tables name the commit they copy
     cmd = ["snakemake", *([target] if target else []), "--workflow-profile", "workflow/profiles/local"]
     if configfile:
         cmd += ["--configfile", configfile]

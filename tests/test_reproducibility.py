@@ -49,3 +49,13 @@ def test_a_file_only_one_run_has_differs(tmp_path):
     (a / "collect" / "extra.json").write_text("{}")
     result = compare_runs(a, b, ("collect",))
     assert [d["path"] for d in result["differing"]] == ["collect/extra.json"]
+
+
+def test_a_copy_without_git_is_stamped_with_the_commit_it_copies(monkeypatch):
+    from terminus.config import git_commit
+
+    monkeypatch.delenv("TERMINUS_GIT_COMMIT", raising=False)
+    own = git_commit()
+    assert own != "unknown"
+    monkeypatch.setenv("TERMINUS_GIT_COMMIT", "abc123def456")
+    assert git_commit() == "abc123def456"

@@ -10,6 +10,7 @@ import copy
 import functools
 import hashlib
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -138,6 +139,8 @@ def config_hash(config: dict) -> str:
 
 
 def git_commit() -> str:
+    if os.environ.get("TERMINUS_GIT_COMMIT"):  # a copy of the tree without .git (scripts/reproduce_check.py)
+        return os.environ["TERMINUS_GIT_COMMIT"]
     try:
         done = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=10
