@@ -59,3 +59,18 @@ def test_a_copy_without_git_is_stamped_with_the_commit_it_copies(monkeypatch):
     assert own != "unknown"
     monkeypatch.setenv("TERMINUS_GIT_COMMIT", "abc123def456")
     assert git_commit() == "abc123def456"
+
+
+def test_caches_are_not_compared(tmp_path):
+    runs = []
+    for name, key in (("a", "0b0a"), ("b", "19ec")):  # the same verdicts cached under keys holding each folder's path
+        run = write_run(tmp_path / name, reward=0.25, duration=1.0, timing="0.03s", runtime=1.0)
+        (run / "judge" / "cache" / key[:2]).mkdir(parents=True)
+        (run / "judge" / "cache" / key[:2] / f"{key}.json").write_text("{}")
+        (run / "sft-data" / "train").mkdir(parents=True)
+        (run / "sft-data" / "train" / f"cache-{key}.arrow").write_bytes(key.encode())
+        (run / "sft-data" / "train" / "data-00000-of-00001.arrow").write_bytes(b"rows")
+        runs.append(run)
+    result = compare_runs(*runs, ("judge", "sft-data", "training/summary.json"))
+    assert result["differing"] == []
+    assert result["identical"] == ["sft-data/train/data-00000-of-00001.arrow", "training/summary.json"]

@@ -2,7 +2,7 @@
 
 What counts as wall-clock: fields whose name says they measure time (`duration_s`, `train_runtime`,
 `generated_tokens_per_s`, ...), timing text inside strings (`terminus.agent.timing`), and the run folder's absolute
-path. Everything else must be identical to the byte once these are normalised.
+path. Caches (`is_cache`) are left out. Everything else must be identical to the byte once these are normalised.
 """
 
 from __future__ import annotations
@@ -25,6 +25,12 @@ _TIME_KEY = re.compile(
 )
 TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".txt", ".yaml")
 BINARY_SUFFIXES = (".arrow", ".safetensors")
+
+
+def is_cache(rel: Path) -> bool:
+    """Caches are not results: the judge's call cache is keyed by the served model's path, and `datasets` names
+    its map caches (`cache-<fingerprint>.arrow`) by a fingerprint that differs between two folders."""
+    return "cache" in rel.parts[:-1] or rel.name.startswith("cache-")
 
 
 def is_wall_clock(key: str) -> bool:
@@ -106,8 +112,9 @@ def compared_files(run: Path, parts: tuple[str, ...]) -> list[str]:
         target = run / part
         files = [target] if target.is_file() else sorted(p for p in target.rglob("*") if p.is_file())
         for p in files:
-            if p.suffix in TABLE_SUFFIXES + BINARY_SUFFIXES and ".tmp" not in p.name:
-                out.append(str(p.relative_to(run)))
+            rel = p.relative_to(run)
+            if p.suffix in TABLE_SUFFIXES + BINARY_SUFFIXES and ".tmp" not in p.name and not is_cache(rel):
+                out.append(str(rel))
     return out
 
 
