@@ -7,7 +7,7 @@
 - the seed, where the stage samples (`transformers.set_seed`: Python, NumPy and torch).
 
 What stays nondeterministic is named in docs/ARCHITECTURE.md ("Reproducibility"): vLLM's sampling and batching
-on GPUs, and wall-clock text, which `terminus.agent.timing` keeps out of what models read.
+on GPUs, and wall-clock text, which `terminus.timing` keeps out of what models read.
 """
 
 from __future__ import annotations

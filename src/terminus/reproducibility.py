@@ -1,7 +1,7 @@
 """Two runs of one seed compared table by table, wall-clock aside (`make reproduce-check`, the determinism test).
 
 What counts as wall-clock: fields whose name says they measure time (`duration_s`, `train_runtime`,
-`generated_tokens_per_s`, ...), timing text inside strings (`terminus.agent.timing`), and the run folder's absolute
+`generated_tokens_per_s`, ...), timing text inside strings (`terminus.timing`), and the run folder's absolute
 path. Caches (`is_cache`) are left out. Everything else must be identical to the byte once these are normalised.
 """
 
@@ -14,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from terminus.agent.timing import normalise_timing
+from terminus.timing import normalise_timing
 
 WALL_CLOCK = "<wall-clock>"
 # Field names that hold a measured time or a rate over time.

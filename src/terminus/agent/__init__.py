@@ -1,1 +1,1 @@
-"""The Execution Subagent: its terminal tool (and, with the subagent issue, the loop and prompts)."""
+"""The Execution Subagent: its terminal tool, the turn loop, the prompts and the trajectory record."""

@@ -20,13 +20,13 @@ from pathlib import Path
 
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, Prompts, answer_text, assistant_message
 from terminus.agent.terminal import TERMINAL_TOOL, observation
-from terminus.agent.timing import normalise_timing
 from terminus.config import ROOT
 from terminus.errors import TerminusError, debug_enabled
 from terminus.mainagent.submit import tree_diff
 from terminus.mainagent.tokens import TokenCounter
 from terminus.sandbox import Limits, OutsideWorkspaceError, SandboxError, make_sandbox
 from terminus.sandbox.tmproot import run_root
+from terminus.timing import normalise_timing
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class Workbench:
             result.direct_commands.append({"command": command, "after": result.subagent_calls})
             out = self.box.run(command, float(args.get("timeout_ms", 120_000)) / 1000)
             result.timeouts += int(out.timed_out)
-            return truncate(normalise_timing(observation(out)))  # as every model reads output (agent/timing.py)
+            return truncate(normalise_timing(observation(out)))  # as every model reads output (timing.py)
         if name == "read_file":
             return self.read(str(args.get("path", "")))
         if name == "edit_file":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
-from terminus.agent.timing import model_view
+from terminus.timing import model_view
 
 
 class Generator(Protocol):

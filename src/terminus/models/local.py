@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from terminus.agent.timing import model_view
+from terminus.timing import model_view
 
 # transformers 5 loads weights through a meta-device context that is not thread-safe: two threads loading at once
 # fail ("Cannot copy out of meta tensor", or a half-finished lazy import). Loading is serialised; generating is not.

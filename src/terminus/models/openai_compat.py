@@ -16,8 +16,8 @@ import os
 import threading
 import time
 
-from terminus.agent.timing import model_view
 from terminus.errors import TerminusError
+from terminus.timing import model_view
 
 log = logging.getLogger(__name__)
 

@@ -212,15 +212,16 @@ class SandboxBase(files.FileAccess):
         capped: bool,
         leftovers: int = 0,
     ) -> CommandResult:
+        cut = collector.cut()
         return CommandResult(
             command=command,
-            output=collector.text(),
+            output=cut.text,
             exit_code=None if timed_out else exit_code,
             duration_s=round(duration, 4),
             timed_out=timed_out,
-            truncated=collector.elided > 0,
+            truncated=cut.elided_bytes > 0,
             output_bytes=collector.total,
-            elided_bytes=max(0, collector.elided),
+            elided_bytes=cut.elided_bytes,
             output_capped=capped,
             leftover_processes=leftovers,
         )

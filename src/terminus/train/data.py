@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from terminus.agent.terminal import TERMINAL_TOOL
-from terminus.agent.timing import model_view
 from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.tasks.record import Task, load_tasks
+from terminus.timing import model_view
 from terminus.train.augment import renamed_copies
 
 

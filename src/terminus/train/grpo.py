@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from terminus.agent.terminal import TERMINAL_TOOL
-from terminus.agent.timing import model_view
 from terminus.config import resolve_model as resolve
+from terminus.timing import model_view
 from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, train_and_save
 
 log = logging.getLogger(__name__)

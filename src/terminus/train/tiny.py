@@ -40,8 +40,8 @@ def _seed_corpus() -> list[str]:
 def corpus_texts(trajectories: Path) -> list[str]:
     """The seed corpus plus what a model reads of the trajectories (`model_view`: timing text normalised, so that
     two runs of one seed train the same tokenizer)."""
-    from terminus.agent.timing import model_view
     from terminus.io import read_jsonl
+    from terminus.timing import model_view
 
     texts = _seed_corpus()
     for record in read_jsonl(trajectories):

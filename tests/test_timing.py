@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from terminus.agent.timing import model_view, normalise_timing
+from terminus.timing import model_view, normalise_timing
 
 
 @pytest.mark.parametrize(
