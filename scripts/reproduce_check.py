@@ -83,6 +83,7 @@ def main() -> int:
     result["parts"] = list(PARTS)
     result["target"] = args.target or "all"
     result["wall_s"] = walls
+    result["git_commit"] = git_commit()
     write_json_atomic(args.out, result)
     print(f"{len(result['identical'])} identical, {len(result['differing'])} differing -> {args.out}")
     for diff in result["differing"][:20]:
