@@ -50,11 +50,11 @@ def _read_len(line: bytes) -> int:
     return len(normalise_timing(normalise(line))) + 1
 
 
-def _fit(lines, limit: int) -> int:
-    """How many of `lines`, taken in order, fit in `limit` characters as a model reads them."""
+def _fit(lengths, limit: int) -> int:
+    """How many lines, of these read lengths (`_read_len`) taken in order, fit in `limit` characters."""
     used = n = 0
-    for line in lines:
-        used += _read_len(line)
+    for length in lengths:
+        used += length
         if used > limit:
             break
         n += 1
@@ -105,25 +105,32 @@ class OutputCollector:
 
     def cut(self) -> Cut:
         tail = bytes(self.tail[-self.tail_keep :]) if self.tail_keep else b""
-        if self.total <= len(self.head) + len(tail):  # all of it is here
-            raw = bytes(self.head) + tail
-            lines = raw.split(b"\n")
+        whole = self.total <= len(self.head) + len(tail)  # all of it is here
+        raw_end = bytes(self.head) + tail if whole else tail  # the stream's end, for a cut in bytes
+        if whole:
+            # Read lengths are at most one more than the bytes (the last line's newline, if it has none): output
+            # shorter than the budget in bytes fits as a model reads it, and needs no measuring.
+            if self.total < self.head_limit + self.tail_limit:
+                return Cut(normalise(raw_end), 0)
+            lines = raw_end.split(b"\n")
             if self.ends_with_newline:
                 lines.pop()  # the empty piece after the last newline
-            if sum(map(_read_len, lines)) <= self.head_limit + self.tail_limit:
-                return Cut(normalise(raw), 0)
+            lengths = [_read_len(line) for line in lines]
+            if sum(lengths) <= self.head_limit + self.tail_limit:
+                return Cut(normalise(raw_end), 0)
             head_lines = lines[:-1] if not self.ends_with_newline else lines
-            n_head = _fit(head_lines, self.head_limit)
-            tail_lines = lines[n_head:]
+            n_head = _fit(lengths[: len(head_lines)], self.head_limit)
+            tail_lines, from_end = lines[n_head:], reversed(lengths[n_head:])
         else:
             head_lines = bytes(self.head).split(b"\n")[:-1]  # the last piece may stop mid-line
-            n_head = _fit(head_lines, self.head_limit)
+            n_head = _fit(map(_read_len, head_lines), self.head_limit)
             tail_lines = tail.split(b"\n")[1:]  # the first piece may start mid-line
             if self.ends_with_newline:
                 tail_lines.pop()
-        n_tail = _fit(reversed(tail_lines), self.tail_limit)
+            from_end = map(_read_len, reversed(tail_lines))  # measured only as far as the budget reaches
+        n_tail = _fit(from_end, self.tail_limit)
         if (self.head_limit and not n_head) or (self.tail_limit and not n_tail):
-            return self._byte_cut(tail)
+            return self._byte_cut(raw_end)
         kept_head, kept_tail = head_lines[:n_head], tail_lines[len(tail_lines) - n_tail :]
         total_lines = self.newlines + (0 if self.ends_with_newline else 1)
         elided_lines = total_lines - n_head - n_tail
@@ -135,12 +142,8 @@ class OutputCollector:
         tail_text = normalise(b"\n".join(kept_tail) + end) if kept_tail else ""
         return Cut(head_text + note + tail_text, max(1, self.total - shown))
 
-    def _byte_cut(self, tail: bytes) -> Cut:
-        raw_tail = bytes(self.head) + tail if self.total <= len(self.head) + len(tail) else tail
+    def _byte_cut(self, raw_end: bytes) -> Cut:
         head = bytes(self.head[: self.head_limit])
-        tail = raw_tail[len(raw_tail) - self.tail_limit :] if self.tail_limit else b""
+        tail = raw_end[len(raw_end) - self.tail_limit :] if self.tail_limit else b""
         elided = self.total - len(head) - len(tail)
         return Cut(normalise(head) + f"\n[... {elided} bytes of output elided ...]\n" + normalise(tail), elided)
-
-    def text(self) -> str:
-        return self.cut().text
