@@ -80,3 +80,11 @@ def test_a_line_longer_than_the_budget_is_cut_in_bytes():
     cut = collect(data, head=100, tail=100)
     assert cut.text == "x" * 100 + "\n[... 9800 bytes of output elided ...]\n" + "x" * 100
     assert cut.elided_bytes == 9800
+
+
+def test_head_only_budget_keeps_the_head_and_counts_the_rest():
+    data = "".join(f"line {i}\n" for i in range(1, 1001)).encode()  # longer than the head keeps, ends in \n
+    cut = collect(data, head=100, tail=0)
+    head, note = re.split(r"(\[\.\.\. \d+ lines of output elided \.\.\.\]\n)", cut.text)[:2]
+    assert head.startswith("line 1\n") and cut.text.endswith(note)
+    assert head.count("\n") + elided_lines(note) == 1000

@@ -125,7 +125,7 @@ class OutputCollector:
             head_lines = bytes(self.head).split(b"\n")[:-1]  # the last piece may stop mid-line
             n_head = _fit(map(_read_len, head_lines), self.head_limit)
             tail_lines = tail.split(b"\n")[1:]  # the first piece may start mid-line
-            if self.ends_with_newline:
+            if self.ends_with_newline and tail_lines:  # none when no tail is kept (`tail` 0)
                 tail_lines.pop()
             from_end = map(_read_len, reversed(tail_lines))  # measured only as far as the budget reaches
         n_tail = _fit(from_end, self.tail_limit)
