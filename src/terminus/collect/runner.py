@@ -153,14 +153,16 @@ class ResumableJsonl:
     def add(self, record: dict, timing: dict | None = None) -> None:
         line = json.dumps(record, ensure_ascii=False, sort_keys=True)
         with self.lock:
-            self._fh.write(line + "\n")
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self.records[record[self.key]] = record
+            # The timing first: a kill between the two writes then leaves a timing whose episode runs again (and
+            # replaces it), never a finished episode whose timing is lost.
             if timing is not None:
                 self.times[record[self.key]] = timing
                 self._times_fh.write(json.dumps(timing, sort_keys=True) + "\n")
                 self._times_fh.flush()
+            self._fh.write(line + "\n")
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self.records[record[self.key]] = record
 
     def close(self) -> None:
         self._fh.close()
