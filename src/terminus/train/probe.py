@@ -1,0 +1,160 @@
+"""Does a trained model read its observations? A probe of the one decision every episode turns on: the command
+it runs after listing the repository (which toolchain, which folder), on an SFT dataset's conversations.
+
+For each split of the dataset (train: conversations the model was trained on; validation: other repositories):
+
+- `program_accuracy`: greedy decoding runs the expert's program (cmake, cargo, go, node, python3, ...);
+- `root_accuracy`: ... in the expert's folder (`cd <root> &&`, or none at the repository root);
+- `exact_command`: the whole command is the expert's;
+- `nll_true`: mean negative log-likelihood per token of the expert's command, teacher-forced, after the real listing;
+- `nll_swapped`: the same after another conversation's listing, one whose expert ran another program;
+- `observation_gain`: `nll_swapped - nll_true`, in nats per token: what reading the listing is worth to the model.
+  A model that reads it pays for a listing that points elsewhere; one that emits a memorised command does not.
+
+`benchmarks/learning_probe.py` runs it on model folders and writes `results/benchmarks/learning_probe.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+_CD = re.compile(r"^cd\s+(\S+)\s*&&\s*")
+_COMMAND = re.compile(r'"command":\s*"((?:[^"\\]|\\.)*)"')
+
+
+def program(command: str) -> str:
+    """The program a command runs, after an optional `cd <root> &&`."""
+    rest = _CD.sub("", command.strip(), count=1)
+    return rest.split()[0] if rest.split() else ""
+
+
+def root(command: str) -> str:
+    m = _CD.match(command.strip())
+    return m.group(1).rstrip("/") if m else "."
+
+
+def _arguments(call: dict) -> dict:
+    args = call["function"]["arguments"]
+    return json.loads(args) if isinstance(args, str) else args
+
+
+def decision(messages: list[dict]) -> tuple[int, str] | None:
+    """(index of the listing's tool message, the expert's next command), or None when no command follows it."""
+    messages = [{k: v for k, v in m.items() if v is not None} for m in messages]
+    k = next((i for i, m in enumerate(messages) if m["role"] == "tool"), None)
+    if k is None or k + 1 >= len(messages) or not messages[k + 1].get("tool_calls"):
+        return None
+    return k, _arguments(messages[k + 1]["tool_calls"][0])["command"]
+
+
+def cases(rows: list[dict], limit: int) -> list[dict]:
+    """Up to `limit` conversations spread evenly over the split, each with a swap partner: the next conversation
+    (cyclically) whose expert ran another program."""
+    found = []
+    for row in rows:
+        d = decision(row["messages"])
+        if d:
+            messages = [{k: v for k, v in m.items() if v is not None} for m in row["messages"]]
+            found.append({"messages": messages, "tools": row.get("tools"), "at": d[0], "command": d[1]})
+    if limit and len(found) > limit:
+        found = [found[i * len(found) // limit] for i in range(limit)]
+    for i, case in enumerate(found):
+        others = found[i + 1 :] + found[:i]
+        partner = next((o for o in others if program(o["command"]) != program(case["command"])), None)
+        case["swapped_listing"] = partner["messages"][partner["at"]]["content"] if partner else None
+    return found
+
+
+def command_tokens(tokenizer, messages: list[dict], at: int, command: str, tools) -> tuple[list[int], list[int]]:
+    """The token ids of the conversation through the assistant turn after messages[at], and the positions of the
+    tokens that spell `command` in that turn (as JSON-quoted in the tool call)."""
+    prompt = tokenizer.apply_chat_template(messages[: at + 1], tools=tools, add_generation_prompt=True, tokenize=False)
+    full = tokenizer.apply_chat_template(messages[: at + 2], tools=tools, tokenize=False)
+    quoted = json.dumps(command)[1:-1]
+    start = full.find(quoted, len(prompt))
+    if not full.startswith(prompt) or start < 0:
+        raise ValueError("the chat template does not render the expert's command after the prompt")
+    end = start + len(quoted)
+    enc = tokenizer(full, return_offsets_mapping=True)
+    positions = [i for i, (s, _) in enumerate(enc["offset_mapping"]) if i > 0 and start <= s < end]
+    return enc["input_ids"], positions
+
+
+def _command_nll(model, tokenizer, messages: list[dict], at: int, command: str, tools) -> float:
+    """Teacher-forced mean NLL per token of `command` in the assistant turn that follows messages[: at + 1]."""
+    import torch
+
+    ids, positions = command_tokens(tokenizer, messages, at, command, tools)
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids])).logits[0]
+    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    return -float(sum(logprobs[i - 1, ids[i]] for i in positions) / max(1, len(positions)))
+
+
+def _greedy_command(model, tokenizer, messages: list[dict], at: int, tools, max_new_tokens: int) -> str:
+    import torch
+
+    prompt = tokenizer.apply_chat_template(messages[: at + 1], tools=tools, add_generation_prompt=True, tokenize=False)
+    enc = tokenizer(prompt, return_tensors="pt")
+    with torch.no_grad():
+        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
+    text = tokenizer.decode(out[0][enc["input_ids"].shape[1] :], skip_special_tokens=True)
+    m = _COMMAND.search(text)
+    if not m:
+        return ""
+    try:
+        return json.loads(f'"{m.group(1)}"')
+    except json.JSONDecodeError:
+        return m.group(1)
+
+
+def probe_split(model, tokenizer, rows: list[dict], limit: int = 40, max_new_tokens: int = 96) -> dict:
+    hits = {"program": [], "root": [], "exact": []}
+    true_nll, swapped_nll = [], []
+    for case in cases(rows, limit):
+        messages, at, want, tools = case["messages"], case["at"], case["command"], case["tools"]
+        got = _greedy_command(model, tokenizer, messages, at, tools, max_new_tokens)
+        hits["program"].append(program(got) == program(want))
+        hits["root"].append(root(got) == root(want))
+        hits["exact"].append(got.strip() == want.strip())
+        true_nll.append(_command_nll(model, tokenizer, messages, at, want, tools))
+        if case["swapped_listing"] is not None:
+            swapped = [dict(m) for m in messages]
+            swapped[at]["content"] = case["swapped_listing"]
+            swapped_nll.append(_command_nll(model, tokenizer, swapped, at, want, tools))
+
+    def mean(values) -> float | None:
+        return round(statistics.fmean(values), 4) if values else None
+
+    result = {
+        "n": len(true_nll),
+        "program_accuracy": mean(hits["program"]),
+        "root_accuracy": mean(hits["root"]),
+        "exact_command": mean(hits["exact"]),
+        "nll_true": mean(true_nll),
+        "nll_swapped": mean(swapped_nll),
+    }
+    gain = None if result["nll_swapped"] is None else round(result["nll_swapped"] - result["nll_true"], 4)
+    result["observation_gain"] = gain
+    return result
+
+
+def probe(model_path: Path | str, data: Path | str, limit: int = 40, splits=("train", "validation")) -> dict:
+    """The probe's figures for one model folder on an SFT dataset folder (`datasets.load_from_disk`)."""
+    from datasets import load_from_disk
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from terminus.determinism import deterministic_torch
+
+    deterministic_torch(0)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path).eval()
+    dataset = load_from_disk(str(data))
+    out = {"parameters": sum(p.numel() for p in model.parameters())}
+    for split in splits:
+        if split in dataset:
+            out[split] = probe_split(model, tokenizer, list(dataset[split]), limit)
+    return out
