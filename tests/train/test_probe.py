@@ -71,3 +71,31 @@ def test_the_benchmark_names_a_missing_model_folder(tmp_path, sft_data):
     assert run.returncode != 0
     assert "--model sft=" in run.stderr and "no model folder" in run.stderr
     assert not (ROOT / "results" / "benchmarks" / "probe_test_unwritten.json").exists()
+
+
+def test_decision_copies_add_cut_copies_of_every_training_conversation(sft_data, tmp_path):
+    """`terminus sft-data --decision-copies`: the lever the probe measured. Each training conversation (renamed
+    copies included) gains copies cut right after the command that follows the listing; validation is untouched."""
+    from typer.testing import CliRunner
+
+    from terminus.cli import app
+
+    tasks, plain = sft_data
+    args = ["sft-data", "--trajectories", str(tasks.parent / "traj.jsonl"), "--tasks", str(tasks)]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "d"), "--augment", "1", "--decision-copies", "2"])
+    assert result.exit_code == 0, result.output
+    data = load_from_disk(str(tmp_path / "d"))
+    counts = json.loads((tmp_path / "d" / "counts.json").read_text())
+    full = [r for r in data["train"] if "@decision" not in r["id"]]
+    cut = [r for r in data["train"] if "@decision" in r["id"]]
+    assert counts["augmented"] == len(full) // 2 and counts["decision_copies"] == len(cut) == 2 * len(full)
+    for row in cut:
+        messages = [{k: v for k, v in m.items() if v is not None} for m in row["messages"]]
+        roles = [m["role"] for m in messages]
+        assert roles.count("tool") == 1 and roles[-1] == "assistant" and messages[-1].get("tool_calls")
+        source = next(r for r in full if r["id"] == row["id"].split("@")[0])
+        assert source["messages"][: len(row["messages"])] == row["messages"]
+    assert len(data["validation"]) == len(load_from_disk(str(plain))["validation"])
+    assert "decision_copies" not in json.loads((plain / "counts.json").read_text())  # absent unless asked
+    bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "e"), "--decision-copies", "-1"])
+    assert bad.exit_code != 0 and not (tmp_path / "e").exists()

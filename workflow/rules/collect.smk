@@ -61,6 +61,7 @@ rule sft_data:
         f"{RUN}/logs/sft_data.log",
     params:
         augment=config["model"]["augment"],
+        decision_copies=config["model"]["decision_copies"],
         seed=config["seed"],
     conda:
         ENV
@@ -69,7 +70,8 @@ rule sft_data:
         runtime=30,
     shell:
         "terminus sft-data --trajectories {input.trajectories} --tasks {input.tasks} --verdicts {input.verdicts} "
-        "--out {output} --augment {params.augment} --seed {params.seed} > {log} 2>&1"
+        "--out {output} --augment {params.augment} --decision-copies {params.decision_copies} --seed {params.seed} "
+        "> {log} 2>&1"
 
 
 rule judge_validity:

@@ -127,6 +127,9 @@ def sft_data(
     min_recall: float = typer.Option(1.0, help="Minimum fact recall."),
     min_reward: float = typer.Option(0.5, help="Minimum judge reward (with --verdicts)."),
     augment: int = typer.Option(0, help="Renamed copies of each training conversation (terminus.train.augment)."),
+    decision_copies: int = typer.Option(
+        0, min=0, help="Copies of each training conversation cut after the command that follows the listing."
+    ),
     seed: int = typer.Option(0, help="Seed of the renamings."),
 ) -> None:
     """Filter trajectories and convert them to chat conversations with tool calls for TRL's SFTTrainer."""
@@ -141,6 +144,7 @@ def sft_data(
             verdicts=verdicts,
             rule=KeepRule(min_recall=min_recall, min_reward=min_reward),
             augment=augment,
+            decision_copies=decision_copies,
             seed=seed,
         )
     except (TaskFileError, FileNotFoundError, ValueError) as err:

@@ -72,6 +72,15 @@ def keep(traj: dict, task: Task, rule: KeepRule, verdict: dict | None) -> tuple[
     return True, ""
 
 
+def decision_cut(messages: list[dict]) -> list[dict] | None:
+    """The conversation cut after the command that follows the first tool output (the listing): the turn on which the
+    episode's facts depend. None when no command follows the first output."""
+    k = next((i for i, m in enumerate(messages) if m["role"] == "tool"), None)
+    if k is None or k + 1 >= len(messages) or not messages[k + 1].get("tool_calls"):
+        return None
+    return messages[: k + 2]
+
+
 def build_sft_dataset(
     trajectories: Path,
     tasks_file: Path,
@@ -80,10 +89,12 @@ def build_sft_dataset(
     verdicts: Path | None = None,
     rule: KeepRule = KeepRule(),
     augment: int = 0,
+    decision_copies: int = 0,
     seed: int = 0,
 ) -> dict:
     """The dataset, plus `augment` renamed copies of each training conversation (`train.augment`; never of the
-    validation split, which measures the real conversations)."""
+    validation split, which measures the real conversations), plus `decision_copies` copies of each training
+    conversation (renamed ones included) cut after its decision turn (`decision_cut`)."""
     from datasets import Dataset, DatasetDict
 
     tasks = {t.id: t for t in load_tasks(tasks_file)}
@@ -91,6 +102,8 @@ def build_sft_dataset(
     rows: dict[str, list[dict]] = {"train": [], "validation": []}
     dropped: Counter = Counter()
     kept_tasks: list[Task] = []
+    augmented = 0
+    decisions: list[dict] = []
     for traj in read_jsonl(trajectories):
         task = tasks.get(traj.get("task_id"))
         if task is None:
@@ -115,9 +128,22 @@ def build_sft_dataset(
         }
         rows[split].append(row)
         kept_tasks.append(task)
-        if split == "train" and augment:
+        if split != "train":
+            continue
+        renamed = []
+        if augment:
             copies = renamed_copies(row["messages"], augment, f"{seed}:{traj['id']}")
-            rows[split] += [{**row, "id": f"{row['id']}~{k}", "messages": m} for k, m in enumerate(copies, 1)]
+            renamed = [{**row, "id": f"{row['id']}~{k}", "messages": m} for k, m in enumerate(copies, 1)]
+            rows[split] += renamed
+            augmented += len(renamed)
+        if decision_copies:
+            for conv in [row, *renamed]:
+                if cut := decision_cut(conv["messages"]):
+                    decisions += [
+                        {**conv, "id": f"{conv['id']}@decision{k}", "messages": cut}
+                        for k in range(1, decision_copies + 1)
+                    ]
+    rows["train"] += decisions
     if not rows["train"]:
         raise ValueError(f"no trajectory of {trajectories} passes the filter (dropped: {dict(dropped)})")
     data = DatasetDict({name: Dataset.from_list(r) for name, r in rows.items() if r})
@@ -128,12 +154,14 @@ def build_sft_dataset(
     counts = {
         "train": len(rows["train"]),
         "validation": len(rows["validation"]),
-        "augmented": len(rows["train"]) - sum(1 for t in kept_tasks if t.split == "train"),
+        "augmented": augmented,
         "dropped": dict(dropped),
         "by_language": dict(sorted(Counter(t.language for t in kept_tasks).items())),
         "by_type": dict(sorted(Counter(t.task_type for t in kept_tasks).items())),
         "by_source": dict(sorted(Counter(t.source for t in kept_tasks).items())),
     }
+    if decision_copies:  # only when asked: configs without it keep their counts.json as it was
+        counts["decision_copies"] = len(decisions)
     write_json_atomic(staging / "counts.json", counts)
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
