@@ -14,11 +14,11 @@ its final-answer rate and fact recall are recorded under `held_out`, as `trainin
 from __future__ import annotations
 
 import argparse
-import subprocess
 import tempfile
 from pathlib import Path
 
 from benchmark_result import write_result
+from terminus.config import git_commit
 from terminus.train.evaluate import held_out
 from terminus.train.probe import probe
 
@@ -54,8 +54,7 @@ def main() -> int:
         raise SystemExit(f"--tasks {args.tasks}: no such file")
     if not (args.data / "dataset_dict.json").is_file():
         raise SystemExit(f"--data {args.data}: not an SFT dataset folder (no dataset_dict.json)")
-    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
-    result = {"data": str(args.data), "limit": args.limit, "git_commit": commit or None, "models": {}}
+    result = {"data": str(args.data), "limit": args.limit, "git_commit": git_commit(), "models": {}}
     for name, folder in models.items():
         result["models"][name] = {"path": str(folder), "note": notes.get(name), **probe(folder, args.data, args.limit)}
         if args.tasks is not None and (not args.held_out or name in args.held_out.split(",")):

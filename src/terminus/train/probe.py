@@ -21,6 +21,8 @@ import re
 import statistics
 from pathlib import Path
 
+from terminus.train.data import decision_cut
+
 _CD = re.compile(r"^cd\s+(\S+)\s*&&\s*")
 _COMMAND = re.compile(r'"command":\s*"((?:[^"\\]|\\.)*)"')
 
@@ -41,24 +43,16 @@ def _arguments(call: dict) -> dict:
     return json.loads(args) if isinstance(args, str) else args
 
 
-def decision(messages: list[dict]) -> tuple[int, str] | None:
-    """(index of the listing's tool message, the expert's next command), or None when no command follows it."""
-    messages = [{k: v for k, v in m.items() if v is not None} for m in messages]
-    k = next((i for i, m in enumerate(messages) if m["role"] == "tool"), None)
-    if k is None or k + 1 >= len(messages) or not messages[k + 1].get("tool_calls"):
-        return None
-    return k, _arguments(messages[k + 1]["tool_calls"][0])["command"]
-
-
 def cases(rows: list[dict], limit: int) -> list[dict]:
-    """Up to `limit` conversations spread evenly over the split, each with a swap partner: the next conversation
-    (cyclically) whose expert ran another program."""
+    """Up to `limit` conversations spread evenly over the split, each with its decision (`data.decision_cut`: the
+    listing's index and the expert's next command) and a swap partner: the next conversation (cyclically) whose
+    expert ran another program."""
     found = []
     for row in rows:
-        d = decision(row["messages"])
-        if d:
-            messages = [{k: v for k, v in m.items() if v is not None} for m in row["messages"]]
-            found.append({"messages": messages, "tools": row.get("tools"), "at": d[0], "command": d[1]})
+        messages = [{k: v for k, v in m.items() if v is not None} for m in row["messages"]]  # datasets fills None
+        if cut := decision_cut(messages):
+            command = _arguments(cut[-1]["tool_calls"][0])["command"]
+            found.append({"messages": messages, "tools": row.get("tools"), "at": len(cut) - 2, "command": command})
     if limit and len(found) > limit:
         found = [found[i * len(found) // limit] for i in range(limit)]
     for i, case in enumerate(found):
