@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from terminus.cli import app
 from terminus.sandbox import tmproot
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.swe.benchmarks import load_instances
-from terminus.swe.grade import GradeError, grade_patch, patch_from_tree
+from terminus.swe.grade import GradeError, grade_patch, instance_sandbox, patch_from_sandbox, patch_from_tree
 
 from .repos import DATA, git
 
@@ -306,5 +307,36 @@ def test_patch_from_tree_runs_nothing_the_tree_planted(tmp_path, swe_data):
     assert grade_patch(inst, patch, "local").resolved
     (tree / ".git").rename(tmp_path / "moved.git")
     (tree / ".git").symlink_to(tmp_path / "moved.git")
-    with pytest.raises(GradeError, match="no .git folder of its own"):
+    with pytest.raises(GradeError, match=r"no \.git folder of its own"):
         patch_from_tree(tree, inst.base_commit)
+
+
+def test_patch_from_sandbox_runs_no_hook_and_follows_no_link(tmp_path, swe_data, case):
+    """The agent's sandbox plants an fsmonitor in .git/config, and a `git` early on its PATH that swaps the diff
+    file for a link to a host secret once the diff is written: the fsmonitor never runs, and the host refuses the
+    link instead of reading the secret."""
+    _, secret = case
+    root, _ = swe_data
+    inst = load_instances("swe-rebench-v2", dataset=str(root / "rebench-v2.jsonl"))[0]
+    with instance_sandbox(inst, BACKEND, for_agent=True) as (box, workdir):
+        fsmonitor = '#!/bin/sh\ntouch "$TMPDIR/fsmonitor-ran"\n'
+        wrapper = (
+            '#!/bin/sh\n"$REAL_GIT" "$@"\nstatus=$?\n'
+            f'case "$*" in *diff*) ln -sfn {secret} "$TMPDIR/terminus-agent.diff" ;; esac\nexit $status\n'
+        )
+        plant = (
+            f"cd {workdir} && mkdir -p $TMPDIR/bin && printf %s {shlex.quote(fsmonitor)} > $TMPDIR/fsm.sh && "
+            f"printf %s {shlex.quote(wrapper)} > $TMPDIR/bin/git && chmod +x $TMPDIR/fsm.sh $TMPDIR/bin/git && "
+            "git config core.fsmonitor $TMPDIR/fsm.sh && echo edited >> README.md && "
+            'export REAL_GIT="$(command -v git)" PATH="$TMPDIR/bin:$PATH"'
+        )
+        assert box.run(plant, 30).exit_code == 0
+        with pytest.raises(GradeError, match=r"refused.*symbolic link") as err:
+            patch_from_sandbox(box, inst, workdir)
+        assert SECRET not in str(err.value)
+        assert box.run("test -e $TMPDIR/fsmonitor-ran", 30).exit_code != 0, "the planted fsmonitor ran"
+        assert box.run('export PATH="${PATH#$TMPDIR/bin:}"', 30).exit_code == 0
+        patch = patch_from_sandbox(box, inst, workdir)
+        assert "+edited" in patch and SECRET not in patch
+        assert box.run("test -e $TMPDIR/fsmonitor-ran", 30).exit_code != 0, "the planted fsmonitor ran"
+    assert secret.read_text() == SECRET + "\n"

@@ -126,8 +126,8 @@ def patch_problem(patch: object) -> str | None:
     if patch is None:
         return None
     if not isinstance(patch, str):
-        kind = {dict: "an object", list: "an array", bool: "a boolean", int: "a number", float: "a number"}
-        return f"the patch is not text (JSON {kind.get(type(patch), type(patch).__name__)})"
+        kind = {dict: "object", list: "array", bool: "boolean", int: "number", float: "number"}
+        return f"the patch is not text (a JSON {kind.get(type(patch), type(patch).__name__)})"
     try:
         patch.encode("utf-8")
     except UnicodeEncodeError as err:
