@@ -5,6 +5,7 @@ untouched, that no new host file appears and that the secret never reaches a log
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
@@ -16,10 +17,17 @@ from typer.testing import CliRunner
 
 from builders import TERMINUS, kill_when
 from terminus.cli import app
-from terminus.sandbox import tmproot
+from terminus.sandbox import Limits, tmproot
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.swe.benchmarks import load_instances
-from terminus.swe.grade import GradeError, grade_patch, instance_sandbox, patch_from_sandbox, patch_from_tree
+from terminus.swe.grade import (
+    GradeError,
+    grade_in_sandbox,
+    grade_patch,
+    instance_sandbox,
+    patch_from_sandbox,
+    patch_from_tree,
+)
 
 from .repos import DATA, git
 
@@ -318,7 +326,8 @@ def test_patch_from_sandbox_runs_no_hook_and_follows_no_link(tmp_path, swe_data,
     _, secret = case
     root, _ = swe_data
     inst = load_instances("swe-rebench-v2", dataset=str(root / "rebench-v2.jsonl"))[0]
-    with instance_sandbox(inst, BACKEND, for_agent=True) as (box, workdir):
+    # The eval's agent sandbox: limits without the grader's git environment, so only the `git -c ...` flags hold.
+    with instance_sandbox(inst, BACKEND, limits=Limits(), for_agent=True) as (box, workdir):
         fsmonitor = '#!/bin/sh\ntouch "$TMPDIR/fsmonitor-ran"\n'
         wrapper = (
             '#!/bin/sh\n"$REAL_GIT" "$@"\nstatus=$?\n'
@@ -340,3 +349,59 @@ def test_patch_from_sandbox_runs_no_hook_and_follows_no_link(tmp_path, swe_data,
         assert "+edited" in patch and SECRET not in patch
         assert box.run("test -e $TMPDIR/fsmonitor-ran", 30).exit_code != 0, "the planted fsmonitor ran"
     assert secret.read_text() == SECRET + "\n"
+
+
+def _grading_setup(request, name: str):
+    """(backend, options, limits) of a grading setup: bwrap (or local) with the grader's limits, or docker over the
+    host image."""
+    if name == "docker":
+        from .test_grade import _docker
+
+        options, limits = _docker(request.getfixturevalue("docker_engine"))
+        return "docker", options, limits
+    return BACKEND, None, None
+
+
+SETUPS = [BACKEND, pytest.param("docker", marks=pytest.mark.docker)]
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_git_in_a_graded_workspace_runs_no_hook(request, swe_data, setup):
+    """Hooks and an fsmonitor already in the workspace's .git/ (what a patch can no longer plant, but an image or
+    a tool run might): applying the patch, the test setup's checkout and the test run fire none of them."""
+    backend, options, limits = _grading_setup(request, setup)
+    root, _ = swe_data
+    inst = load_instances("swebench-verified", dataset=str(root / "verified.jsonl"))[0]
+    with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+        hook = base64.b64encode(b'#!/bin/sh\necho "$0 $*" >> "$TMPDIR/hook-ran"\n').decode()
+        plant = (
+            f"cd {workdir} && for h in post-checkout pre-commit post-index-change reference-transaction; do "
+            f"printf %s {hook} | base64 -d > .git/hooks/$h && chmod +x .git/hooks/$h; done && "
+            "git config core.fsmonitor .git/hooks/post-checkout && "
+            "(unset GIT_CONFIG_COUNT; git -c 'safe.directory=*' checkout -q -- README.md) && "
+            'test -e "$TMPDIR/hook-ran" && rm "$TMPDIR/hook-ran"'
+        )
+        planted = box.run(plant, 60)
+        assert planted.exit_code == 0, planted.output  # the hooks do fire for a plain git
+        result = grade_in_sandbox(box, inst, workdir, inst.gold_patch, 600)
+        assert result.resolved, (result.error, result.log[-2000:])
+        ran = box.run('cat "$TMPDIR/hook-ran"', 30)
+        assert ran.exit_code != 0, f"a planted hook ran during grading: {ran.output}"
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_a_planted_log_link_is_refused_on_every_backend(request, swe_data, case, setup):
+    backend, options, limits = _grading_setup(request, setup)
+    _, secret = case
+    root, _ = swe_data
+    inst = load_instances("swebench-verified", dataset=str(root / "verified.jsonl"))[0]
+    conftest = (
+        "import os\n\n\ndef pytest_unconfigure(config):\n"
+        "    log = os.path.join(os.environ.get('TMPDIR') or '/tmp', 'terminus-swe-test.log')\n"
+        f"    os.unlink(log)\n    os.symlink({str(secret)!r}, log)\n"
+    )
+    result = grade_patch(
+        inst, inst.gold_patch + new_file("conftest.py", conftest), backend, options=options, limits=limits
+    )
+    assert "the test log was refused" in result.log and "symbolic link" in result.log
+    assert SECRET not in result.log and not result.resolved and result.error is None

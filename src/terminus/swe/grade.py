@@ -44,8 +44,9 @@ GIT_SAFE = {"GIT_CONFIG_COUNT": str(len(GIT_CONFIG))} | {
     for i, pair in enumerate(GIT_CONFIG.items())
     for kind, text in zip(("KEY", "VALUE"), pair, strict=True)
 }
-# The same, spelled out, for the grader's own git commands (they also run under limits that lack GIT_SAFE).
-GIT = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false"
+# The same, spelled out, for the grader's own git commands (they also run under limits that lack GIT_SAFE, such as
+# the eval's agent sandbox); command-scope config is "protected", so git honours safe.directory there.
+GIT = "git " + " ".join(f"-c {shlex.quote(f'{key}={value}')}" for key, value in GIT_CONFIG.items())
 LIMITS = Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env=GIT_SAFE)
 
 
