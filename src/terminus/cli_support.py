@@ -54,7 +54,7 @@ def seconds(minimum: float = 0.0) -> Callable:
         if not math.isfinite(value) or value <= 0 or value < minimum:
             least = f"at least {minimum:g}" if minimum > 0 else "above 0"
             typer.echo(
-                f"error: {param.opts[0]} {value:g} is not a timeout: give a number of seconds {least}", err=True
+                f"error: {param.opts[0]} {value:g} is not a timeout: give a finite number of seconds {least}", err=True
             )
             raise typer.Exit(2)
         return value

@@ -295,7 +295,7 @@ class BearerTokenRequired:
 
     def __init__(self, app, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.token = token.encode()
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and not self._authorized(scope):
@@ -317,7 +317,10 @@ class BearerTokenRequired:
 
     def _authorized(self, scope) -> bool:
         given = [value for name, value in scope.get("headers", []) if name.lower() == b"authorization"]
-        return len(given) == 1 and hmac.compare_digest(given[0], self.expected)
+        if len(given) != 1:
+            return False
+        scheme, _, credential = given[0].partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token)
 
 
 MAX_PARSED_BODY = 1 << 20  # a tools/call is a query and a description: larger bodies pass through unread
