@@ -105,17 +105,17 @@ def mcp_command(
         trajectories=trajectories.expanduser().resolve() if trajectories else None,
         max_copy_bytes=copy_cap_bytes(max_copy_mb),
     )
-    if http is not None:
-        where = (
-            "loopback only" if host in LOOPBACK else "REACHABLE FROM OTHER MACHINES, and the token travels unencrypted"
-        )
+
+    def announce() -> None:
+        where = "loopback only" if host in LOOPBACK else "REACHABLE FROM OTHER MACHINES; the token travels unencrypted"
         typer.echo(f"terminus mcp: streamable HTTP at http://{_url_host(host)}:{http}/mcp ({where})", err=True)
         if token_env:
             typer.echo(f"terminus mcp: clients must send Authorization: Bearer <the value of ${token_env}>", err=True)
         else:  # printed once, here; never logged
             typer.echo(f"terminus mcp: clients must send Authorization: Bearer {token}", err=True)
+
     try:
-        serve(settings, http_port=http, host=host, token=token)
+        serve(settings, http_port=http, host=host, token=token, on_listening=announce)
     except (ValueError, PolicyError, MissingKeyError, OSError) as err:
         _fail(str(err))
 

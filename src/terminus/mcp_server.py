@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 import uuid
@@ -419,24 +420,49 @@ def _request_id(body: bytes):
     return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
 
 
-def serve_http(server: MCPServer, host: str, port: int, token: str) -> None:
-    """Streamable HTTP at http://HOST:PORT/mcp, behind the bearer token; a dropped call is cancelled."""
+def listen(host: str, port: int) -> socket.socket:
+    """The HTTP transport's socket, bound before anything is announced: a taken port is one clear error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        raise OSError(f"cannot listen on {host} port {port} ({err.strerror}); choose another --http PORT") from None
+    sock.listen(128)
+    return sock
+
+
+def serve_http(server: MCPServer, sock: socket.socket, token: str) -> None:
+    """Streamable HTTP on the bound socket, path /mcp, behind the bearer token; a dropped call is cancelled."""
     import uvicorn
 
+    host = sock.getsockname()[0]
     app = BearerTokenRequired(CancelOnDisconnect(server.streamable_http_app(host=host)), token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    anyio.run(uvicorn.Server(config).serve)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
 
 
-def serve(settings: ServerSettings, http_port: int | None = None, host: str = "127.0.0.1", token: str = "") -> None:
+def serve(
+    settings: ServerSettings,
+    http_port: int | None = None,
+    host: str = "127.0.0.1",
+    token: str = "",
+    on_listening: Callable[[], None] | None = None,
+) -> None:
     """Serve until the client closes stdin, or a SIGTERM/SIGINT; then stop what is still running. Over HTTP
-    (`http_port`), every request needs `token` (see `BearerTokenRequired`)."""
+    (`http_port`), every request needs `token` (see `BearerTokenRequired`); `on_listening` runs once the port is
+    bound."""
     if http_port is not None and not token:
         raise ValueError("the HTTP transport needs a token")
     service = SubagentService(settings, make_server_policy(settings))
     server = build_server(service)
     if not settings.repo.is_dir():
         log.warning("the repository %s does not exist; every call will say so until it does", settings.repo)
+    sock = listen(host, http_port) if http_port is not None else None
+    if sock is not None and on_listening is not None:
+        on_listening()
 
     def stop(signum, frame) -> None:
         # Kill the commands and remove the sandboxes, then leave at once: a graceful exit would wait for the
@@ -451,6 +477,6 @@ def serve(settings: ServerSettings, http_port: int | None = None, host: str = "1
         if http_port is None:
             server.run("stdio")
         else:
-            serve_http(server, host, http_port, token)
+            serve_http(server, sock, token)
     finally:
         service.stop_all()

@@ -5,6 +5,7 @@ unless told otherwise. Driven as a client would, over real HTTP, against the rea
 from __future__ import annotations
 
 import secrets
+import socket
 import subprocess
 from pathlib import Path
 
@@ -95,8 +96,13 @@ def test_a_generated_token_is_printed_once_and_new_at_each_start(tmp_path):
     assert tokens[0] != tokens[1] and min(len(t) for t in tokens) >= 32
 
 
-def test_token_settings_are_one_line_errors(tmp_path):
+def test_token_settings_and_a_taken_port_are_one_line_errors(tmp_path):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
     for args, env, expected in [
+        (["--http", str(port)], {}, f"cannot listen on 127.0.0.1 port {port}"),
         (
             ["--http", "9", "--token-env", "UNSET_TOKEN_VAR"],
             {},
@@ -116,3 +122,4 @@ def test_token_settings_are_one_line_errors(tmp_path):
         assert done.returncode == 2, (args, done.stderr)
         assert done.stderr.startswith("error: ") and expected in done.stderr, (args, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    taken.close()
