@@ -28,6 +28,10 @@ from terminus.sandbox.errors import SandboxError
 log = logging.getLogger(__name__)
 
 COPY_MODES = ("git", "all")
+# The source can be a workspace a sandboxed command wrote (the main agent's, copied for its subagent): its
+# `.git/config` is then the sandbox's, and a `core.fsmonitor` or hook there would run on the host. The read-only
+# commands below run nothing else a repository's config can name (no filters, no diff drivers).
+GIT_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.untrackedCache=false")
 MB = 1_000_000
 DEFAULT_MAX_COPY_MB = 200
 COPY_CAP_FLAG = "--max-copy-mb"
@@ -43,7 +47,7 @@ def in_git_work_tree(source: Path) -> bool:
         return False
     try:
         inside = subprocess.run(
-            ["git", "-C", str(source), "rev-parse", "--is-inside-work-tree"],
+            ["git", *GIT_SAFE, "-C", str(source), "rev-parse", "--is-inside-work-tree"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -53,7 +57,7 @@ def in_git_work_tree(source: Path) -> bool:
         # A folder the enclosing repository ignores (a task snapshot under results/) is data, not part of that
         # repository: git would list nothing in it, so it is copied whole.
         ignored = subprocess.run(
-            ["git", "-C", str(source), "check-ignore", "-q", "."], capture_output=True, timeout=60
+            ["git", *GIT_SAFE, "-C", str(source), "check-ignore", "-q", "."], capture_output=True, timeout=60
         )
     except (OSError, subprocess.TimeoutExpired) as err:
         log.warning("git could not tell whether %s is a work tree (%s); copying every file", source, err)
@@ -107,7 +111,7 @@ def git_listing(source: Path) -> list[str] | None:
         return None
     try:
         listed = subprocess.run(
-            ["git", "-C", str(source), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            ["git", *GIT_SAFE, "-C", str(source), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
             capture_output=True,
             timeout=300,
         )
