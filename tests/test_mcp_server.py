@@ -473,3 +473,56 @@ def test_a_stdio_client_that_goes_away_mid_call_stops_its_command(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_home_folder_is_never_copied_on_every_call(tmp_path):
+    """Started without --repo, the server works on the folder it starts in: that must be a git work tree (a client
+    started in a home folder would copy it whole on every call). A folder outside git is named with --repo, and
+    one over the copy cap is refused at start; one that grows past it while the server runs fails that call."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.txt").write_text("not a project\n")
+    with (home / "photos.bin").open("wb") as f:  # sparse: 250 MB by st_size, no disk
+        f.truncate(250_000_000)
+
+    def start(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            terminus_argv("mcp", *args), cwd=cwd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
+
+    for args, expected in [
+        ((), f"the current folder {home} is not a git work tree"),
+        (("--repo", str(home)), f"{home} holds more than 200 MB"),
+    ]:
+        done = start(*args, cwd=home)
+        assert done.returncode == 2 and done.stderr.startswith("error: "), done.stderr
+        assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "--max-copy-mb" in start("--repo", str(home), cwd=home).stderr
+
+    project = tmp_path / "project"  # outside git, named with --repo, under a 1 MB cap until it grows
+    failing_project(project)
+    proc = raw_server(["--repo", str(project), "--max-copy-mb", "1"], os.environ, stderr=subprocess.PIPE)
+    try:
+        raw_initialize(proc)
+        *_, first = raw_subagent_call(proc, 2, wait=True)
+        assert first["result"]["isError"] is False, first
+        with (project / "dataset.bin").open("wb") as f:
+            f.truncate(2_000_000)
+        *_, second = raw_subagent_call(proc, 3, wait=True)
+        text = second["result"]["content"][0]["text"]
+        assert second["result"]["isError"] is True and "holds more than 1 MB" in text and "--max-copy-mb" in text
+    finally:
+        proc.kill()
+        proc.wait()
+
+    checkout = tmp_path / "checkout"  # in a git work tree, no --repo is needed
+    failing_project(checkout)
+    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)
+    proc = subprocess.Popen(
+        terminus_argv("mcp"), cwd=checkout, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert raw_initialize(proc)["result"]["serverInfo"]["name"] == "terminus"
+    finally:
+        proc.kill()
+        proc.wait()
