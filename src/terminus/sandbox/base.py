@@ -363,6 +363,8 @@ class ProcessSandbox(SandboxBase):
         collector = OutputCollector(self.limits.output_head_bytes, self.limits.output_tail_bytes)
         start = time.monotonic()
         proc = self._launch()
+        if self._closed:  # closed from another thread (a cancelled MCP call) while this command was starting
+            self._kill_tree(proc)
         self._leftovers = 0
         deadline = start + timeout_s
         timed_out, capped = self._pump(proc, collector, deadline)
