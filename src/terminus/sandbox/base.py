@@ -163,7 +163,9 @@ class Workspace:
     lives under this process's temp root (`tmproot`), which a later run removes if this one is killed.
     """
 
-    def __init__(self, source: Path | None, root: Path | None = None, copy: str = "git") -> None:
+    def __init__(
+        self, source: Path | None, root: Path | None = None, copy: str = "git", max_copy_bytes: int | None = None
+    ) -> None:
         if source is not None and not Path(source).is_dir():  # checked first: no empty temp folder is left
             raise SandboxError(f"repository folder {source} does not exist or is not a folder")
         if copy not in COPY_MODES:
@@ -177,7 +179,7 @@ class Workspace:
         self.skipped: list[str] = []
         try:
             if source is not None:
-                self.skipped = copy_repository(Path(source), self.repo, copy)
+                self.skipped = copy_repository(Path(source), self.repo, copy, max_copy_bytes)
             else:
                 self.repo.mkdir()
             for folder in (self.home, self.tmp, self.state, self.control):
@@ -278,11 +280,16 @@ class ProcessSandbox(SandboxBase):
     name = "process"
 
     def __init__(
-        self, source: Path | None = None, limits: Limits | None = None, network: bool = False, copy: str = "git"
+        self,
+        source: Path | None = None,
+        limits: Limits | None = None,
+        network: bool = False,
+        copy: str = "git",
+        max_copy_bytes: int | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.network = network
-        self.ws = Workspace(source, copy=copy)
+        self.ws = Workspace(source, copy=copy, max_copy_bytes=max_copy_bytes)
         self.workspace = self.ws.repo
         self.tracker = make_tracker(self.limits.processes)
         self._closed = False
@@ -356,6 +363,8 @@ class ProcessSandbox(SandboxBase):
         collector = OutputCollector(self.limits.output_head_bytes, self.limits.output_tail_bytes)
         start = time.monotonic()
         proc = self._launch()
+        if self._closed:  # closed from another thread (a cancelled MCP call) while this command was starting
+            self._kill_tree(proc)
         self._leftovers = 0
         deadline = start + timeout_s
         timed_out, capped = self._pump(proc, collector, deadline)

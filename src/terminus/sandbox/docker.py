@@ -76,6 +76,7 @@ class DockerSandbox(SandboxBase):
         memory_mb: int = 8192,
         cpus: float = 2.0,
         copy: str = "git",
+        max_copy_bytes: int | None = None,
     ) -> None:
         try:
             import docker
@@ -98,7 +99,7 @@ class DockerSandbox(SandboxBase):
             raise SandboxError(
                 f"docker image {image!r} is not present locally (build it; no registry is used)"
             ) from err
-        self.ws = Workspace(source, copy=copy)
+        self.ws = Workspace(source, copy=copy, max_copy_bytes=max_copy_bytes)
         self.workspace = self.ws.repo
         # Kill everything in the container but its init: no daemon outlives the command.
         self._prepare_folders(epilogue="kill -9 -1 2>/dev/null")
