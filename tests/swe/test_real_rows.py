@@ -168,7 +168,7 @@ def test_no_test_result_says_why_with_the_log(swe_data, tmp_path):
     result = grade_patch(inst, inst.gold_patch, "bwrap")
     assert not result.resolved and result.error.startswith("no test result in the log (exit status 4)")
     assert "file or directory not found: tests/nothing.py" in result.error
-    kept, validation, _ = _validate(dataset, tmp_path)
+    _, validation, _ = _validate(dataset, tmp_path)
     assert validation["reasons"][RENAMES].startswith("environment: with the gold patch: no test result in the log")
 
 
@@ -289,3 +289,29 @@ def test_snapshots_hold_the_base_commit_alone(swe_data, tmp_path):
     (inst,) = load_instances(None, dataset=str(root / "pro.jsonl"))
     with instance_sandbox(inst, "local", for_agent=True) as (box, workdir):
         assert box.run(f"cd {workdir} && git log --all --oneline | wc -l", 30).output.strip() == "1"
+
+
+# -- 7. the grader checked on a dataset in one command ------------------------------------------------------------
+
+
+@needs_bwrap
+def test_real_rows_benchmark_reports_each_instance(swe_data, tmp_path):
+    root, _ = swe_data
+    out = tmp_path / "real_rows.json"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "real_rows.py"
+    ids = f"{RENAMES},{CANNOT_START}"
+    args = [sys.executable, str(script), "--dataset", str(root / "lite.jsonl"), "--ids", ids, "--out", str(out)]
+    done = subprocess.run([*args, "--sandbox", "bwrap"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["summary"] == {
+        "instances": 2,
+        "gold_resolved": 1,
+        "empty_unresolved": 2,
+        "kept": 1,
+        "dropped": {"environment": 1, "instance": 0},
+        "agrees": 1,
+    }
+    by_id = {r["instance_id"]: r for r in result["instances"]}
+    assert by_id[RENAMES]["agrees"] and by_id[RENAMES]["gold"]["fail_to_pass"] == {"passed": 2, "failed": 0}
+    assert by_id[CANNOT_START]["reason"].startswith("environment: with the gold patch: the test command did not start")

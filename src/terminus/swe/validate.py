@@ -17,6 +17,21 @@ log = logging.getLogger(__name__)
 ENVIRONMENT = "environment:"
 
 
+def grade_both(
+    inst: RepairInstance,
+    backend: str | None,
+    options: dict | None = None,
+    timeout_s: float = 1800.0,
+    limits: Limits | None = None,
+) -> tuple[GradeResult, GradeResult]:
+    """(the empty patch's grade: base + test patch; the gold patch's grade), each in a fresh sandbox."""
+    with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+        before = grade_in_sandbox(box, inst, workdir, "", timeout_s)
+    with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+        after = grade_in_sandbox(box, inst, workdir, inst.gold_patch, timeout_s)
+    return before, after
+
+
 def check_instance(
     inst: RepairInstance,
     backend: str | None,
@@ -27,17 +42,14 @@ def check_instance(
     """(why the instance is dropped, or None; what was observed). Each run is in a fresh sandbox."""
     observed: dict = {}
     try:
-        with instance_sandbox(inst, backend, options, limits) as (box, workdir):
-            before = grade_in_sandbox(box, inst, workdir, "", timeout_s)
-        with instance_sandbox(inst, backend, options, limits) as (box, workdir):
-            after = grade_in_sandbox(box, inst, workdir, inst.gold_patch, timeout_s)
+        before, after = grade_both(inst, backend, options, timeout_s, limits)
     except Exception as err:  # an environment that cannot even start is a reason to drop, not to stop
         return f"{ENVIRONMENT} {type(err).__name__}: {err}", observed
     observed = {"before": _summary(before), "after": _summary(after)}
-    return _reason(before, after), observed
+    return drop_reason(before, after), observed
 
 
-def _reason(before: GradeResult, after: GradeResult) -> str | None:
+def drop_reason(before: GradeResult, after: GradeResult) -> str | None:
     """Why the instance is dropped: the environment's faults first (a test command that never started, no test
     result with the gold patch, tests importing another copy of the repository), then the dataset's."""
     for label, run in (("with the gold patch", after), ("at base + test patch", before)):
