@@ -139,6 +139,19 @@ def test_validate_then_tasks_keep_the_renaming_row(swe_data, tmp_path):
     assert built["shapes"]["base"] in git("log", "--all", "--format=%H", cwd=snap)
 
 
+def test_tasks_name_a_test_patch_that_does_not_apply_in_one_line(swe_data, tmp_path):
+    root, _ = swe_data
+    stale = (
+        "diff --git a/tests/gone.py b/tests/gone.py\n--- a/tests/gone.py\n+++ b/tests/gone.py\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+    dataset = _rows(root, [RENAMES], tmp_path, test_patch=stale)
+    out = tmp_path / "tasks.jsonl"
+    result = CliRunner().invoke(app, ["swe", "tasks", "--dataset", str(dataset), "--out", str(out)])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit | None), result.exception
+    assert f"error: {RENAMES}: putting the tests in place failed" in result.output
+    assert "Traceback" not in result.output
+
+
 # -- 2. a test command that never ran ------------------------------------------------------------------------------
 
 
