@@ -4,7 +4,8 @@ In a fresh sandbox over the instance's environment (its image at `workdir`, or a
 at `base_commit`): apply the model patch; put the tests in place (SWE-Bench Pro: the last line of
 `before_repo_set_cmd`; otherwise revert the files the test patch touches to `base_commit` and apply the test
 patch, as SWE-bench's eval script does); run the test command; parse its log into per-test statuses. A test
-the log does not mention counts as failed (SWE-bench's `test_failed`).
+the log does not mention counts as failed (SWE-bench's `test_failed`); a log with no test result at all is the
+record's `error` (with the log's last lines), never silently "every test failed".
 """
 
 from __future__ import annotations
@@ -322,6 +323,7 @@ def outside_workspace(box: Sandbox, inst: RepairInstance, text: str) -> list[str
         return []
     inside = {box.inside_workspace.rstrip("/"), os.path.realpath(box.inside_workspace).rstrip("/")}
     found: list[str] = []
+    fixed = set(files_after(inst.gold_patch))
     for match in _TRACE_FILE.finditer(text):
         named = match.group(1) or match.group(2)
         full = posixpath.normpath(posixpath.join(box.inside_workspace, named))
@@ -330,7 +332,7 @@ def outside_workspace(box: Sandbox, inst: RepairInstance, text: str) -> list[str
         parts = full.strip("/").split("/")
         for k in range(len(parts) - 1, 0, -1):  # the longest tail of the path that is a file of the repository
             tail = "/".join(parts[-k:])
-            if (k >= 2 or tail in files_after(inst.gold_patch)) and hostfs.is_file(ws.repo, tail):
+            if (k >= 2 or tail in fixed) and hostfs.is_file(ws.repo, tail):
                 found.append(f"{full} (= {tail})")
                 break
     return list(dict.fromkeys(found))
