@@ -96,9 +96,14 @@ def base_git(repo_path: str, commit: str, tree: Path) -> None:
     history, branches, tags, remote and every later commit left out), HEAD detached at it and the index at its
     tree; the files of `tree` are left as they are. A snapshot so made is the size of one tree, and `git log
     --all` in it shows one commit."""
+    source = Path(repo_path).resolve()
+    try:
+        commit = _git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", cwd=source).strip()  # full hash
+    except GradeError:
+        raise GradeError(f"commit {commit} is not in the repository {repo_path}") from None
     shutil.rmtree(tree / ".git", ignore_errors=True)
     _git("init", "--quiet", "--template=", str(tree))
-    _git("fetch", "--quiet", "--no-tags", "--depth=1", str(Path(repo_path).resolve()), commit, cwd=tree)
+    _git("fetch", "--quiet", "--no-tags", "--depth=1", str(source), commit, cwd=tree)
     _git("update-ref", "--no-deref", "HEAD", commit, cwd=tree)
     _git("read-tree", "HEAD", cwd=tree)
     (tree / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
