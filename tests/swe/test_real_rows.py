@@ -6,6 +6,7 @@ snapshots that held the fix in their history."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -201,6 +202,12 @@ def test_validate_detects_tests_importing_the_repository_from_outside(swe_data, 
     assert validation["observed"][INSTALLED]["after"]["outside_workspace"] == [
         "/tmp/site/shapes/scale.py (= shapes/scale.py)"
     ]
+    # Every traceback style that names files (long above; short, native, line), in the local backend too.
+    (inst,) = load_instances(None, dataset=str(dataset))
+    for style in ("short", "native", "line"):
+        styled = dataclasses.replace(inst, test_cmd=f"{inst.test_cmd} --tb={style}")
+        result = grade_patch(styled, inst.gold_patch, "local")
+        assert [p.split("/tmp/site/")[-1] for p in result.outside_workspace] == ["shapes/scale.py (= shapes/scale.py)"]
     # The same row whose command imports the workspace (README: local rows) grades resolved.
     fixed = _rows(root, [INSTALLED], tmp_path, test_cmd="python -m pytest -rA -p no:cacheprovider {test_files}")
     (inst,) = load_instances(None, dataset=str(fixed))
