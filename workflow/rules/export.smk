@@ -11,6 +11,7 @@ rule export_sft:
         ENV
     resources:
         gpu=1,
+        cpus_per_gpu=8,  # without it the slurm plugin asks --cpus-per-task=<threads> (1): merging and vLLM's start
         mem_mb=32000,
         runtime=60,
     shell:
@@ -32,6 +33,7 @@ rule export:
         ENV
     resources:
         gpu=1,
+        cpus_per_gpu=8,  # without it the slurm plugin asks --cpus-per-task=<threads> (1): merging and vLLM's start
         mem_mb=32000,
         runtime=60,
     shell:
@@ -61,6 +63,7 @@ rule training_summary:
         ENV
     resources:
         gpu=1,
+        cpus_per_gpu=16,  # a vLLM server per model (its compilation, its engine) beside `threads` sandboxes
         mem_mb=32000,
         runtime=240,
     shell:
