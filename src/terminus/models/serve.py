@@ -32,6 +32,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def memory_fraction(free: int, total: int, *, headroom_gib: float = 2.0, ceiling: float = 0.9) -> float:
+    """vLLM's `gpu_memory_utilization` for a GPU of which `free` bytes of `total` are free now.
+
+    The fraction is a share of the whole GPU that vLLM may hold in all (weights, activations, KV cache), and vLLM
+    refuses to start when less than that share is free: beside memory still held (by this process's trainer, by
+    another server) its default 0.9 cannot start. Ask for what is free less `headroom_gib` (CUDA context and the
+    allocator's slack of the new process), never more than `ceiling`, rounded down to 0.001."""
+    fraction = min(ceiling, (free - headroom_gib * 2**30) / total)
+    if fraction < 0.05:
+        raise ServeError(
+            f"only {free / 2**30:.1f} of {total / 2**30:.1f} GiB of GPU memory are free: too little for vLLM beside "
+            "what is still held; free it first (del the models, gc.collect(), torch.cuda.empty_cache())"
+        )
+    return int(fraction * 1000) / 1000
+
+
+def fitting_memory_fraction(device: int = 0, **limits: float) -> float:
+    """`memory_fraction` of the GPU as it is now (torch.cuda.mem_get_info: what every process leaves free)."""
+    import torch
+
+    free, total = torch.cuda.mem_get_info(device)
+    return memory_fraction(free, total, **limits)
+
+
 def _cuda() -> bool:
     try:
         import torch
@@ -100,6 +124,7 @@ def vllm_server(
     port: int | None = None,
     chat_template: Path | None = None,
     enforce_eager: bool | None = None,
+    gpu_memory_utilization: float | None = None,
     on_start: Callable[[subprocess.Popen], None] | None = None,
 ) -> Iterator[str]:
     """Yields the base URL (http://127.0.0.1:PORT/v1) once /health answers.
@@ -107,7 +132,9 @@ def vllm_server(
     `port` None takes a free one, and takes another (up to BIND_TRIES in all) when the server dies binding it: the
     port is free when chosen but released before vLLM binds it, so another job on the node can take it in between.
     A given `port` is checked now and never changed. `max_model_len` None and `chat_template` None leave the
-    model's own; `on_start` gets each server process as soon as it is spawned (its PID is also its process group's).
+    model's own; `gpu_memory_utilization` None is vLLM's default (0.9 of the GPU; `fitting_memory_fraction` gives
+    one that fits beside memory still held); `on_start` gets each server process as soon as it is spawned (its PID
+    is also its process group's).
     """
     if port is not None:
         check_port_free(port)
@@ -118,6 +145,8 @@ def vllm_server(
         options += ["--max-model-len", str(max_model_len)]
     if chat_template is not None:
         options += ["--chat-template", str(chat_template)]
+    if gpu_memory_utilization is not None:
+        options += ["--gpu-memory-utilization", str(gpu_memory_utilization)]
     if enforce_eager if enforce_eager is not None else not _cuda():  # CPU: graphs cost start-up and gain nothing
         options.append("--enforce-eager")
     options += extra_args or []
