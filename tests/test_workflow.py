@@ -179,3 +179,24 @@ def test_the_profile_names_only_resources_and_settings_the_slurm_plugin_reads():
     for key in profile:
         if key.startswith("slurm-"):
             assert key.removeprefix("slurm-") in settings, key
+
+
+def test_the_readme_states_each_stages_slurm_runtime_as_the_rules_set_it():
+    """README "What it costs": each stage's time sits beside its `runtime`, which must be the one its jobs get."""
+    jobs = dry_run_jobs("--profile", str(PROFILE.parent), "--configfile", "configs/paper.yaml")
+    runtime = {rule: resources["runtime"] for rule, _, resources in jobs}
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| stage | GPUs | time (estimate) | `runtime` |") :].split("\n\n")[0].splitlines()[2:]
+    checked = set()
+    for row in table:
+        stage, _, _, minutes = (c.strip() for c in row.strip("|").split("|")[:4])
+        if stage == "total":
+            continue
+        stated = [int(n.replace(",", "")) for n in re.findall(r"^\d[\d,]*|(?<=, )\d[\d,]*", minutes)]
+        names = ["eval_cell"] if "eval cells" in stage else [name.strip() for name in stage.split(",")]
+        for name, value in zip(names, stated if len(stated) > 1 else stated * len(names), strict=True):
+            # `figure_*`: every rule of that prefix
+            for rule in sorted(r for r in runtime if r.startswith(name[:-1])) if name.endswith("*") else [name]:
+                assert runtime[rule] == value, (rule, runtime[rule], row)
+                checked.add(rule)
+    assert set(runtime) - {"all"} <= checked, set(runtime) - checked  # every rule of the paper run has its row
