@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 
-from terminus.sandbox.base import ProcessSandbox, SandboxError
+from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE, ProcessSandbox, SandboxError
 
 WORKSPACE = "/workspace"
-STATE = "/run/terminus"
 HOME = "/home/sandbox"
 
 
@@ -46,7 +45,8 @@ class BwrapSandbox(ProcessSandbox):
 
     name = "bwrap"
     inside_workspace = WORKSPACE
-    inside_state = STATE
+    inside_state = INSIDE_STATE
+    inside_control = INSIDE_CONTROL
 
     def __init__(self, *args, **kwargs) -> None:
         if bwrap_path() is None:
@@ -83,7 +83,10 @@ class BwrapSandbox(ProcessSandbox):
             WORKSPACE,
             "--bind",
             str(self.ws.state),
-            STATE,
+            INSIDE_STATE,
+            "--ro-bind",
+            str(self.ws.control),
+            INSIDE_CONTROL,
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
@@ -104,4 +107,4 @@ class BwrapSandbox(ProcessSandbox):
         ]
         if not self.network:
             argv.append("--unshare-net")
-        return [*argv, "/bin/bash", "--noprofile", "--norc", f"{STATE}/wrapper.sh", STATE]
+        return [*argv, *self.wrapper_argv()]
