@@ -18,9 +18,13 @@ rule collect:
     threads: 4
     conda:
         ENV
+    retries: resubmissions()  # its finished episodes are kept (<output>.part, not an output): a rerun resumes
     resources:
         mem_mb=8000,
-        runtime=240,
+        # Paper scale: the teacher on ~10.8k train and validation tasks at collect.concurrency 32, 1-5 min an
+        # episode (endpoint turns and commands): 10,800 x 1-5 / 32 = 340-1,690 min (6-28 h). A job of 1,440 min
+        # and resubmissions() more (3): 5,760 min (96 h), each running only the episodes the last did not.
+        runtime=1440,
     shell:
         "terminus collect --tasks {input} --out {output} --policy {params.policy} {params.model} {params.base_url} {params.key} "
         "--splits {params.splits} --max-turns {params.max_turns} {params.limits} --concurrency {params.concurrency} "
@@ -42,9 +46,12 @@ rule judge_teacher:
         no_llm=no_llm("teacher"),
     conda:
         ENV
-    resources:
+    retries: resubmissions()  # each judge call is cached as it returns (judge/cache, not an output): a rerun asks
+    resources:  # only the calls the last job did not finish
         mem_mb=4000,
-        runtime=120,
+        # Paper scale: ~10.8k trajectories at judge.concurrency 32, 10-30 s a judge call: 10,800 x 10-30 / 32 / 60 =
+        # 56-170 min. One job of 240 min holds it; resubmissions() more (3) absorb an endpoint's slow hours.
+        runtime=240,
     shell:
         "terminus judge --trajectories {input.trajectories} --tasks {input.tasks} --references {input.references} "
         "--out {output} --config {params.config} {params.no_llm} > {log} 2>&1"

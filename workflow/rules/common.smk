@@ -63,13 +63,22 @@ def base_model() -> str:
     return f"{RUN}/models/base" if is_tiny() else config["model"]["base"]
 
 
-def training_retries() -> int:
-    """How many times a failed training job is submitted again. At paper scale a job is cut off at its slurm time
-    limit (GRPO: 1-4 jobs of 24 h, README "What it costs"), which Snakemake sees as a failure: each new submission
-    resumes from the last checkpoint and its curve continues (the trainer's log is not a declared output, so the
-    deletion of a failed job's outputs leaves it). The tiny model's runs take minutes on one machine, where a failure
-    is a bug to read, not a time limit."""
+def resubmissions() -> int:
+    """How many times a failed job of a long stage is submitted again. At paper scale a job is cut off at its slurm
+    time limit, which Snakemake sees as a failure: it deletes the job's declared outputs and submits it again only
+    with `retries`. Every long stage keeps its progress beside its outputs, in files that are not outputs, so each
+    submission continues where the last one stopped: training its checkpoints and its log (train_log.jsonl), the
+    episode stages (tasks' SWE validation, validate_tasks, collect, eval cells, the held-out summary) the
+    `<out>.part` file of their finished episodes (terminus.collect.runner), the judges their call cache
+    (judge/cache). The rules' runtimes are sized so that 1 + resubmissions() jobs cover each stage's estimate
+    (README "What it costs"). The tiny model's runs take minutes on one machine, where a failure is a bug to read,
+    not a time limit."""
     return 0 if is_tiny() else 3
+
+
+def swe_corpus() -> bool:
+    """The corpus holds real-repository tasks (configs/paper.yaml): the corpus stages validate them in images."""
+    return bool(config["tasks"].get("swe", {}).get("enabled"))
 
 
 def base_model_input() -> list[str]:
@@ -115,9 +124,13 @@ def cell_mem_mb(wildcards) -> int:
 
 
 def tasks_runtime() -> int:
-    """Minutes for the corpus stage: a few without real repositories; validating thousands in their images takes
-    a day on a node."""
-    return 2880 if config["tasks"].get("swe", {}).get("enabled") else 60
+    """Minutes for the corpus stage: a few without real repositories. With the SWE selection, ~10k SWE-rebench-V2
+    instances are validated in their images (image start, F2P, P2P and gold runs: 3-15 min an instance) at
+    tasks.swe.concurrency 32: 10,000 x 3-15 / 32 = 940-4,700 min (16-78 h). A job of 2,880 min (48 h) and
+    resubmissions() more (3) give 4 x 2,880 = 11,520 min (192 h); each resubmission validates only the instances
+    the last did not (tasks/swe/tasks.validation.progress.jsonl.part) after rebuilding the synthetic and registry
+    tasks (under an hour)."""
+    return 2880 if swe_corpus() else 60
 
 
 def config_flag(section: str, key: str, flag: str) -> str:

@@ -16,10 +16,16 @@ rule eval_cell:
         no_llm=no_llm("eval"),
     conda:
         ENV
+    retries: resubmissions()  # its finished episodes are kept (<output>.part, not an output): a rerun resumes
     resources:
         gpu=cell_gpus,
         cpus_per_gpu=16,  # GPU cells only (the slurm plugin reads it for GPU jobs): vLLM's server compiles on them
         mem_mb=cell_mem_mb,
+        # Paper scale: a cell is its tasks / eval.concurrency 16 x minutes an episode. Repair and execution (up to
+        # ~1.2k test tasks, 1-5 min): 75-375 min. SWE-Sharp-Bench (150 instances, 10-30 min): 94-280 min.
+        # SWE-Bench Pro (731 instances, 10-30 min with image start, up to 40 main-agent turns and grading):
+        # 731 x 10-30 / 16 = 460-1,370 min (8-23 h), plus ~5 min a job to start a served subagent. A job of 720
+        # min and resubmissions() more (3): 2,880 min (48 h), each running only the episodes the last did not.
         runtime=720,
     shell:
         "terminus eval --config {params.config} --tasks {input.tasks} --references {input.references} "

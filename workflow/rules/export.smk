@@ -63,7 +63,7 @@ rule training_summary:
     threads: 2
     conda:
         ENV
-    retries: training_retries()  # its episodes are kept (training/held_out_*.jsonl, not outputs): a rerun resumes
+    retries: resubmissions()  # its episodes are kept (training/held_out_*.jsonl, not outputs): a rerun resumes
     resources:
         gpu=1,
         cpus_per_gpu=16,  # a vLLM server per model (its compilation, its engine) beside the concurrent episodes

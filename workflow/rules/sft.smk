@@ -37,7 +37,7 @@ rule sft:
         seed=config["seed"],
     conda:
         ENV
-    retries: training_retries()
+    retries: resubmissions()
     resources:
         gpu=1,
         cpus_per_gpu=8,

@@ -28,6 +28,35 @@ def sidecar(out: Path) -> Path:
     return out.with_name(out.stem + ".provenance.json")
 
 
+def differs(out: Path, provenance: dict) -> str:
+    """What differs between the inputs recorded beside `out` and `provenance` ("" when they agree; a missing or
+    unreadable sidecar differs in everything)."""
+    path = sidecar(out)
+    provenance = json.loads(json.dumps(provenance, sort_keys=True))  # as it will read back
+    try:
+        recorded = json.loads(path.read_text()) if path.is_file() else None
+    except json.JSONDecodeError:
+        recorded = None
+    if recorded is None:
+        return f"no {path.name}"
+    keys = sorted(set(recorded) | set(provenance))
+    return "; ".join(
+        f"{k}: {recorded.get(k)!r} then, {provenance.get(k)!r} now"
+        for k in keys
+        if recorded.get(k) != provenance.get(k)
+    )
+
+
+def model_stamp(model: str | None) -> str | None:
+    """A local model folder's identity without reading its weights (names, sizes and modification times of its
+    files: an export written again is another model); a hub id or endpoint model as given."""
+    if not model or not Path(model).is_dir():
+        return model
+    files = sorted(p for p in Path(model).rglob("*") if p.is_file())
+    listing = [(str(p.relative_to(model)), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+    return hashlib.sha256(json.dumps(listing).encode()).hexdigest()[:16]
+
+
 def check_or_write(out: Path, provenance: dict, has_records: bool) -> None:
     """Refuse when `out` holds records made from other inputs; otherwise record this run's inputs."""
     path = sidecar(out)

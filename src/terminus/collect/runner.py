@@ -5,7 +5,12 @@ complete lines of the part file, runs only the missing keys, then writes `<out>`
 A record counts as done only if its episode finished: `crash` records and endpoint failures (`error`) are run
 again unless `retry_failed` is off, and the part file is kept while any record failed (a caller that deletes
 `<out>` on failure loses nothing). `<out-stem>.provenance.json` says what produced the records; a rerun with
-other inputs is refused unless `force` discards them (`provenance`).
+other inputs is refused unless `force` discards them (`provenance`), except when only the part file is there: that
+is progress, not a result, and progress of other inputs is discarded (a Snakemake rule rerun because an input
+changed starts afresh; one resubmitted after its slurm time limit, same inputs, resumes).
+
+This is how a stage longer than one slurm job keeps its work: Snakemake deletes a failed job's declared outputs
+(`<out>`), never the part, timings and provenance files beside them, which are no outputs.
 Wall-clock measurements go to `<out-stem>.timings.jsonl` (appended to its own `.part` as episodes end, so a
 resume keeps them all), so that a deterministic teacher's records are byte-identical whether or not the run
 was interrupted.
@@ -135,6 +140,14 @@ class ResumableJsonl:
                     except (json.JSONDecodeError, KeyError, TypeError):
                         continue
         if provenance is not None:
+            changed = prov.differs(self.out, provenance) if self.records and not self.out.is_file() else ""
+            if changed:
+                # Progress only (no finished output beside it, as after Snakemake deleted a failed job's outputs),
+                # made from other inputs: the stage is being rerun because an input changed, so it starts afresh.
+                # A finished output of other inputs is a result, and is refused below.
+                log.warning("%s: progress made from other inputs (%s); starting afresh", self.part, changed)
+                self.records, self.times = {}, {}
+                self.timings_part.unlink(missing_ok=True)
             prov.check_or_write(self.out, provenance, has_records=bool(self.records))
         self.part.parent.mkdir(parents=True, exist_ok=True)
         self._rewrite_part()

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
+from terminus.collect.provenance import model_stamp
 from terminus.collect.runner import run_episode, run_jobs
 from terminus.eval.cells import cell_names, find_cell
 from terminus.eval.metrics import rerun_rate
@@ -254,6 +255,9 @@ def run_cell(
 
         warm_imports()
     stamp = make_stamp(config)
+    if resume and resume.get("provenance") is not None and sub.get("model"):
+        # the subagent's model is an input too: a cell rerun after its model was trained again starts afresh
+        resume = resume | {"provenance": resume["provenance"] | {"subagent_model": model_stamp(sub["model"])}}
     backend, tokenizer = config.get("sandbox"), eval_cfg["tokenizer"]
     timeout = (eval_cfg.get("swe") or {}).get("timeout_s", 1800)
     with served_subagent(sub, out_dir / "logs") as policy:

@@ -239,8 +239,13 @@ def build_swe_corpus(
     instances = instances_from_rows(chosen, cfg, base_dir)
     report: dict = {"instances": len(instances), "kept": len(instances), "dropped": 0, "observed": {}}
     if swe_cfg.get("validate", True):
+        # the progress file keeps each instance's outcome through a kill (a job cut off at its time limit)
         instances, report = validate_instances(
-            instances, backend, options=options, concurrency=swe_cfg.get("concurrency", 2)
+            instances,
+            backend,
+            options=options,
+            concurrency=swe_cfg.get("concurrency", 2),
+            progress=out.with_suffix(".validation.progress.jsonl"),
         )
     write_text_atomic(out.with_suffix(".validation.json"), json.dumps(report, indent=1, default=str) + "\n")
     tasks = [t for inst in instances for t in tasks_for(inst, out, report["observed"].get(inst.instance_id), seed)]

@@ -5,8 +5,12 @@ counted, as registry mutants are."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
 
 from terminus.io import drop_report
 from terminus.sandbox import Limits
@@ -88,6 +92,42 @@ def _summary(result: GradeResult) -> dict:
     }
 
 
+def _checked(
+    instances: list[RepairInstance],
+    backend: str | None,
+    options: dict | None,
+    timeout_s: float,
+    limits: Limits | None,
+    concurrency: int,
+    progress: Path,
+) -> list[tuple[str | None, dict]]:
+    """check_instance's outcomes, through a resumable progress file (see validate_instances)."""
+    from terminus.collect import provenance as prov
+    from terminus.collect.runner import run_jobs
+
+    def one(inst: RepairInstance) -> dict:
+        reason, observed = check_instance(inst, backend, options, timeout_s, limits)
+        return {"instance_id": inst.instance_id, "reason": reason, "observed": observed}
+
+    described = json.dumps([i.to_dict() for i in instances], sort_keys=True, default=str)
+    inputs = {
+        "instances_sha256": hashlib.sha256(described.encode()).hexdigest()[:16],
+        "backend": backend,
+        "options": json.loads(json.dumps(options or {}, sort_keys=True, default=str)),
+        "timeout_s": timeout_s,
+        "limits": repr(limits),
+    }
+    jobs = [(i.instance_id, partial(one, i)) for i in instances]
+    records = run_jobs(
+        jobs, progress, concurrency, False, "validate", key="instance_id", provenance=inputs, retry_failed=False
+    )
+    by_id = {r["instance_id"]: r for r in records}
+    # Published in the report by the caller: a later run checks again (an environment fixed since then counts).
+    for path in (progress, progress.with_name(progress.stem + ".timings.jsonl"), prov.sidecar(progress)):
+        path.unlink(missing_ok=True)
+    return [(by_id[i.instance_id]["reason"], by_id[i.instance_id]["observed"]) for i in instances]
+
+
 def validate_instances(
     instances: list[RepairInstance],
     backend: str | None,
@@ -96,10 +136,18 @@ def validate_instances(
     concurrency: int = 2,
     timeout_s: float = 1800.0,
     limits: Limits | None = None,
+    progress: Path | None = None,
 ) -> tuple[list[RepairInstance], dict]:
-    """The instances that hold, and a report: counts, and the reason for every dropped instance."""
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        outcomes = list(pool.map(lambda i: check_instance(i, backend, options, timeout_s, limits), instances))
+    """The instances that hold, and a report: counts, and the reason for every dropped instance.
+
+    `progress`: a JSON-lines file of each instance's outcome as it is checked (`terminus.collect.runner.run_jobs`:
+    kept through a kill, keyed by the instances and the environment), so that a stage cut off at its slurm time
+    limit and run again checks only the instances it had not."""
+    if progress is None:
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            outcomes = list(pool.map(lambda i: check_instance(i, backend, options, timeout_s, limits), instances))
+    else:
+        outcomes = _checked(instances, backend, options, timeout_s, limits, concurrency, Path(progress))
     kept, dropped, observed = [], {}, {}
     for inst, (reason, seen) in zip(instances, outcomes, strict=True):
         observed[inst.instance_id] = seen
