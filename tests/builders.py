@@ -3,6 +3,7 @@ run killed with SIGKILL while it works."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -83,3 +84,39 @@ def kill_when(command: list[str], ready: Callable[[], bool], env: dict | None = 
 def lines_done(path: Path) -> int:
     """How many lines a file that a run appends to holds so far (0 before it exists)."""
     return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc: the test needs the job's PID, not the workflow's)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def kill_job(workflow_pid: int, marker: str) -> int:
+    """SIGKILL the job under a running snakemake whose command line holds `marker`, with everything it started (what
+    slurm does to a job at its time limit; snakemake itself lives on and sees the job fail). Returns how many
+    processes were killed."""
+    jobs = [p for p in descendants(workflow_pid) if marker in cmdline(p)]
+    victims = [p for job in jobs for p in (job, *descendants(job))]
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError):  # it ended on its own meanwhile
+            os.kill(pid, signal.SIGKILL)
+    return len(victims)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from builders import cmdline, descendants
 from terminus.config import ROOT
 from terminus.train.sft import LIVE_LOG, MetricsJsonl, publish_metrics
 
@@ -25,30 +26,6 @@ BIN = str(Path(sys.executable).parent)
 
 def rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (from /proc: the test needs the job's PID, not the workflow's)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
 
 
 @pytest.fixture
