@@ -80,13 +80,16 @@ def check_workspaces(tasks: list[Task], tasks_file: Path) -> None:
 
 
 def split_timings(record: dict, key: str = "id") -> tuple[dict, dict]:
-    """The deterministic record and its measurements (per-turn durations)."""
+    """The deterministic record and its measurements (per-turn durations; a record's own `duration_s`)."""
     record = json.loads(json.dumps(record))
     durations = []
     for turn in record.get("turns", []):
         durations.append(turn.get("duration_s"))
         turn["duration_s"] = 0.0
-    return record, {"id": record.get(key), "durations_s": durations}
+    timing = {"id": record.get(key), "durations_s": durations}
+    if "duration_s" in record:
+        timing["duration_s"] = record.pop("duration_s")
+    return record, timing
 
 
 def failed(record: dict) -> bool:
@@ -175,7 +178,8 @@ class ResumableJsonl:
             self._fh.write(line + "\n")
             self._fh.flush()
             os.fsync(self._fh.fileno())
-            self.records[record[self.key]] = record
+            # as a resumed run reads it back (keys sorted), so that callers see the same records either way
+            self.records[record[self.key]] = json.loads(line)
 
     def close(self) -> None:
         self._fh.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -106,8 +107,10 @@ def _checked(
     from terminus.collect.runner import run_jobs
 
     def one(inst: RepairInstance) -> dict:
+        start = time.perf_counter()
         reason, observed = check_instance(inst, backend, options, timeout_s, limits)
-        return {"instance_id": inst.instance_id, "reason": reason, "observed": observed}
+        duration = round(time.perf_counter() - start, 3)  # to the timings sidecar, not the record
+        return {"instance_id": inst.instance_id, "reason": reason, "observed": observed, "duration_s": duration}
 
     described = json.dumps([i.to_dict() for i in instances], sort_keys=True, default=str)
     inputs = {
@@ -123,7 +126,8 @@ def _checked(
     )
     by_id = {r["instance_id"]: r for r in records}
     # Published in the report by the caller: a later run checks again (an environment fixed since then counts).
-    for path in (progress, progress.with_name(progress.stem + ".timings.jsonl"), prov.sidecar(progress)):
+    # The timings sidecar (<progress-stem>.timings.jsonl, wall clock) stays.
+    for path in (progress, prov.sidecar(progress)):
         path.unlink(missing_ok=True)
     return [(by_id[i.instance_id]["reason"], by_id[i.instance_id]["observed"]) for i in instances]
 
