@@ -1,14 +1,14 @@
-"""A stage longer than one slurm job loses nothing it finished: the job killed mid-run (what slurm does at its time
+"""A stage longer than one slurm job loses nothing it finished: its job killed mid-run (what slurm does at its time
 limit; Snakemake then deletes the job's declared outputs) and run again does only the episodes the first did not,
-and its outputs are byte for byte an uninterrupted run's. The episode stages share one mechanism (the `<out>.part`
-progress file of terminus.collect.runner, beside the declared output and never one): `rule validate_tasks` proves
-it through the real rule; progress made from other inputs starts afresh."""
+and its outputs are an uninterrupted run's (its tables byte for byte; its transcripts and records wall clock aside).
+The episode stages share one mechanism, the `<out>.part` progress file of terminus.collect.runner beside the
+declared output and never one: rules validate_tasks, collect and eval_cell prove it through the real rules.
+Progress made from other inputs starts afresh."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,24 +22,38 @@ import yaml
 from builders import kill_job, lines_done, synthetic_corpus
 from terminus.collect import provenance as prov
 from terminus.collect.runner import ResumableJsonl
+from terminus.collect.validate import validate_tasks
 from terminus.config import ROOT
+from terminus.reproducibility import table_lines
 
 BIN = str(Path(sys.executable).parent)
-OUTPUTS = ("valid.jsonl", "valid.validation.json", "valid.validation.trajectories.jsonl")
+CELL = "reader__scripted__execution__0"
+# rule: (its target, the marker of its job's command line, its record file, the tables it writes besides)
+STAGES = {
+    "validate_tasks": ("tasks/valid.jsonl", "terminus tasks validate", "tasks/valid.validation.trajectories.jsonl",
+                       ["tasks/valid.jsonl", "tasks/valid.validation.json"]),
+    "collect": ("collect/trajectories.jsonl", "terminus collect", "collect/trajectories.jsonl", []),
+    "eval_cell": (f"eval/cells/{CELL}.jsonl", "terminus eval", f"eval/cells/{CELL}.jsonl", []),
+}  # fmt: skip
 
 
-def unclocked(path: Path) -> str:
-    return re.sub(r" in \d+\.\d+s\b", " in <s>s", path.read_text())
-
-
-def timings(path: Path) -> dict[str, list]:
-    return {r["id"]: r["durations_s"] for r in map(json.loads, path.read_text().splitlines())} if path.exists() else {}
+def clocks(records: Path, timings: Path) -> dict[str, tuple]:
+    """Each record's wall clock, by key: its timings sidecar's entry and its own wall_s (eval records)."""
+    measured = {t["id"]: t for t in map(json.loads, timings.read_text().splitlines())} if timings.exists() else {}
+    out = {}
+    for line in records.read_text().splitlines():
+        if line.endswith("}"):  # a line a kill cut short is no record
+            record = json.loads(line)
+            key = record.get("key", record.get("id"))
+            out[key] = (measured.get(key), record.get("wall_s"))
+    return out
 
 
 @pytest.fixture
 def runs(tmp_path):
-    """Two run folders under the repository (where the rules write), each with the same corpus as its tasks stage's
-    output, and a config for each."""
+    """Two run folders under the repository (where the rules write), each with the same corpus as the tasks stage's
+    output and as the validated tasks (the expert's trajectories as references) for the stages after
+    validate_tasks, and a config for each."""
     names = [f"long-stage-{uuid.uuid4().hex[:8]}" for _ in range(2)]
     configs = []
     for name in names:
@@ -48,73 +62,76 @@ def runs(tmp_path):
         configs.append(tmp_path / f"{name}.yaml")
         configs[-1].write_text(yaml.safe_dump(config))
     first = ROOT / "results" / names[0] / "tasks"
-    synthetic = {"languages": ["python"], "repos_per_language": 3, "variants": ["pass", "fail", "missing-dep"]}
     first.mkdir(parents=True)
+    synthetic = {"languages": ["python", "node"], "repos_per_language": 3, "variants": ["pass", "fail", "missing-dep"]}
     synthetic_corpus(first, synthetic)
+    validate_tasks(first / "tasks.jsonl", tmp_path / "valid.jsonl", tmp_path / "valid.validation.json")
+    shutil.copy(first / "tasks.jsonl", first / "valid.jsonl")
+    shutil.copy(tmp_path / "valid.validation.trajectories.jsonl", first / "valid.validation.trajectories.jsonl")
     shutil.copytree(first, ROOT / "results" / names[1] / "tasks", symlinks=True)
     yield [(ROOT / "results" / name, config) for name, config in zip(names, configs, strict=True)]
     for name in names:
         shutil.rmtree(ROOT / "results" / name, ignore_errors=True)
 
 
-def validate_rule(folder: Path, config: Path) -> list[str]:
-    """The validate_tasks rule alone, on the corpus put in place by hand (the tasks rule is not run)."""
-    options = [
-        "--configfile",
-        str(config),
-        "--cores",
-        "2",
-        "--allowed-rules",
-        "validate_tasks",
-        "--rerun-triggers=mtime",
-    ]
-    return [sys.executable, "-m", "snakemake", *options, f"results/{folder.name}/tasks/valid.jsonl"]
+def unclocked(path: Path, run: Path) -> list[str]:
+    """A table's lines, wall clock aside (terminus.reproducibility), and the run's own name and config hash (two
+    runs of one config but for its `run`) too."""
+    lines = table_lines(path, str(run))
+    stamped = json.loads(lines[0]).get("config_hash") if path.suffix == ".jsonl" and lines else None
+    lines = [line.replace(stamped, "<config>") if stamped else line for line in lines]
+    return [line.replace(f'"run": "{run.name}"', '"run": "<run>"') for line in lines]
 
 
-@pytest.mark.timeout(600)
-def test_a_validate_job_killed_mid_run_and_rerun_redoes_no_finished_episode(runs):
+def stage_rule(rule: str, folder: Path, config: Path) -> list[str]:
+    """The rule alone, on inputs put in place by hand (the rules before it are not run)."""
+    options = ["--configfile", str(config), "--cores", "2", "--allowed-rules", rule, "--rerun-triggers=mtime"]
+    return [sys.executable, "-m", "snakemake", *options, f"results/{folder.name}/{STAGES[rule][0]}"]
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("rule", list(STAGES))
+def test_a_job_killed_mid_run_and_rerun_redoes_no_finished_episode(rule, runs):
     (folder, config), (reference, reference_config) = runs
-    tasks = folder / "tasks"
-    part = tasks / "valid.validation.trajectories.jsonl.part"
-    timings_part = tasks / "valid.validation.trajectories.timings.jsonl.part"
-    total = lines_done(tasks / "tasks.jsonl")
+    target, marker, records, tables = STAGES[rule]
+    if rule == "validate_tasks":  # its input is the corpus alone
+        for run in (folder, reference):
+            for name in ("valid.jsonl", "valid.validation.trajectories.jsonl"):
+                (run / "tasks" / name).unlink()
+    out = folder / records
+    part, sidecar = out.with_name(out.name + ".part"), out.with_name(out.stem + ".timings.jsonl")
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    command = validate_rule(folder, config)
+    command = stage_rule(rule, folder, config)
     first = subprocess.Popen(
         command, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     deadline = time.time() + 300
-    while time.time() < deadline and lines_done(part) < 3:
+    while time.time() < deadline and lines_done(part) < 2:
         assert first.poll() is None, first.stdout.read()[-2000:]
         time.sleep(0.05)
-    assert kill_job(first.pid, "terminus tasks validate") > 0
+    assert kill_job(first.pid, marker) > 0
     text = first.communicate(timeout=120)[0]
     assert first.returncode != 0, text[-3000:]
-    assert not any((tasks / name).exists() for name in OUTPUTS)  # Snakemake removed (or never had) the outputs
-    before = timings(timings_part)
-    done = {json.loads(line)["id"] for line in part.read_text().splitlines() if line.endswith("}")}
-    assert 3 <= len(done) < total and set(before) >= done
+    assert not (folder / target).exists()  # Snakemake removed (or the job never wrote) its declared output
+    before = clocks(part, sidecar.with_name(sidecar.name + ".part"))
 
     again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
-    after = timings(tasks / "valid.validation.trajectories.timings.jsonl")
-    assert len(after) == total
-    # durations are wall clock: an episode run again would measure other ones
-    kept = [key for key in done if after[key] == before[key]]
-    redone = [key for key in after if key not in done]
-    assert len(kept) == len(done) and len(redone) == total - len(done), (len(done), len(kept), len(redone))
+    after = clocks(out, sidecar)
+    # wall clock: an episode run again would have measured other durations
+    kept = [key for key, clock in before.items() if after[key] == clock and clock != (None, None)]
+    assert 2 <= len(kept) == len(before) < len(after), (rule, len(before), len(kept), len(after))
     assert not part.exists()  # published: the progress file is gone
+    print(f"{rule}: {len(kept)} of {len(after)} episodes kept through the kill, {len(after) - len(kept)} run after it")
 
     uninterrupted = subprocess.run(
-        validate_rule(reference, reference_config), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        stage_rule(rule, reference, reference_config), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
     )
     assert uninterrupted.returncode == 0, (uninterrupted.stdout + uninterrupted.stderr)[-3000:]
-    for name in OUTPUTS[:2]:  # the tables
-        assert (tasks / name).read_bytes() == (reference / "tasks" / name).read_bytes(), name
-    # the transcripts hold what the tests printed, their own wall clock among it ("7 passed in 0.25s"), which two
-    # uninterrupted runs do not share either
-    resumed, whole = (unclocked(folder / "tasks" / OUTPUTS[2]), unclocked(reference / "tasks" / OUTPUTS[2]))
-    assert resumed == whole
+    for name in [records, *tables]:  # wall clock aside: fields that measure time, the tests' own "in 0.25s"
+        assert unclocked(folder / name, folder) == unclocked(reference / name, reference), name
+    for name in tables:
+        assert (folder / name).read_bytes() == (reference / name).read_bytes(), name
 
 
 def test_progress_made_from_other_inputs_starts_afresh_and_a_finished_output_is_refused(tmp_path):
