@@ -4,12 +4,14 @@ held-out episodes (which call it concurrently), `transformers` loads it in the p
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 
 import pytest
 
 from builders import TERMINUS, cli_args, synthetic_corpus
 from terminus.tasks.record import load_tasks
+from terminus.train.evaluate import held_out as held_out_summary
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +59,24 @@ def test_an_unknown_policy_is_refused_in_one_line(held_out, tmp_path):
     assert done.returncode != 0 and done.stderr.strip().splitlines() == [
         "error: --policy openai: choose transformers or vllm"
     ]
+
+
+def test_held_out_episodes_are_kept_for_their_model_and_run_again_for_a_model_trained_since(
+    held_out, tiny_model, tmp_path
+):
+    """The held-out episodes are the summary's progress (not an output): a rerun resumes them for the same model,
+    and runs them again once the model's files changed (a retrained GRPO model at the same path)."""
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model, model)
+    out = tmp_path / "held_out_grpo.jsonl"
+
+    def run() -> list[dict]:
+        held_out_summary(str(model), held_out, out, max_turns=2, max_new_tokens=8, concurrency=2, backend="local")
+        return [json.loads(line) for line in out.read_text().splitlines()]
+
+    first = run()
+    # mark the finished episodes: one kept by a rerun keeps its mark, one run again has none
+    out.write_text("".join(json.dumps(r | {"mark": 1}) + "\n" for r in first))
+    assert [r.get("mark") for r in run()] == [1] * len(first) != []
+    (model / "config.json").write_text((model / "config.json").read_text() + "\n")  # written again since
+    assert [r.get("mark") for r in run()] == [None] * len(first)

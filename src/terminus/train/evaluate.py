@@ -13,6 +13,8 @@ import statistics
 from functools import partial
 from pathlib import Path
 
+from terminus.collect import provenance as prov
+from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.collect.runner import run_episode, run_jobs
 from terminus.io import write_json_atomic
 from terminus.judge.facts import check, observations_of
@@ -48,7 +50,17 @@ def held_out(
     logs = out.parent / "logs"
     with shared_policy(policy, model, served_name=name, log_dir=logs, max_new_tokens=max_new_tokens) as shared:
         jobs = [(i, partial(_episode, t, tasks_file, shared, max_turns, backend)) for i, t in sorted(tasks.items())]
-        records = run_jobs(jobs, out, concurrency, show_progress=True, label=f"held-out ({name})")
+        # keyed by its inputs: episodes of another model (trained again since) or task file are not this summary's;
+        # the file is progress, not an output, so a finished one of other inputs is replaced rather than refused
+        inputs = {
+            "model": model_stamp(model),
+            "tasks_sha256": file_sha256(tasks_file),
+            "split": split,
+            "max_turns": max_turns,
+            "max_new_tokens": max_new_tokens,
+        }
+        stale = out.is_file() and bool(prov.differs(out, inputs))
+        records = run_jobs(jobs, out, concurrency, True, f"held-out ({name})", provenance=inputs, force=stale)
     answered, recalls = [], []
     for r in records:
         task = tasks[r["task_id"]]
