@@ -187,16 +187,27 @@ def test_the_readme_states_each_stages_slurm_runtime_as_the_rules_set_it():
     runtime = {rule: resources["runtime"] for rule, _, resources in jobs}
     text = (ROOT / "README.md").read_text()
     table = text[text.index("| stage | GPUs | time (estimate) | `runtime` |") :].split("\n\n")[0].splitlines()[2:]
+    rules_text = "".join(p.read_text() for p in sorted((ROOT / "workflow/rules").glob("*.smk")))
+    resubmitted = {
+        m.group(1) for m in re.finditer(r"^rule (\w+):\n((?:    .*\n|\n)*)", rules_text, re.M)
+        if "retries: resubmissions()" in m.group(2)
+    }  # fmt: skip
     checked = set()
     for row in table:
-        stage, _, _, minutes = (c.strip() for c in row.strip("|").split("|")[:4])
+        stage, _, estimate, minutes = (c.strip() for c in row.strip("|").split("|")[:4])
         if stage == "total":
             continue
+        # no stage is short: its jobs (one, or 1 + resubmissions() at paper scale, each resuming) cover its estimate
+        assert "short" not in minutes, row
+        jobs = int(re.search(r"x(\d+) with retries", minutes).group(1)) if "with retries" in minutes else 1
+        hours = max([float(h) for h in re.findall(r"(\d+(?:\.\d+)?) h\b", estimate)] or [0])
         stated = [int(n.replace(",", "")) for n in re.findall(r"^\d[\d,]*|(?<=, )\d[\d,]*", minutes)]
         names = ["eval_cell"] if "eval cells" in stage else [name.strip() for name in stage.split(",")]
         for name, value in zip(names, stated if len(stated) > 1 else stated * len(names), strict=True):
             # `figure_*`: every rule of that prefix
             for rule in sorted(r for r in runtime if r.startswith(name[:-1])) if name.endswith("*") else [name]:
                 assert runtime[rule] == value, (rule, runtime[rule], row)
+                assert value * jobs >= hours * 60, (rule, value, jobs, estimate)
+                assert (jobs == 4) == (rule in resubmitted), (rule, jobs)  # resubmissions() is 3 at paper scale
                 checked.add(rule)
     assert set(runtime) - {"all"} <= checked, set(runtime) - checked  # every rule of the paper run has its row
