@@ -83,10 +83,10 @@ def unclocked(path: Path, run: Path) -> list[str]:
     return [line.replace(f'"run": "{run.name}"', '"run": "<run>"') for line in lines]
 
 
-def stage_rule(rule: str, folder: Path, config: Path) -> list[str]:
+def stage_rule(rule: str, folder: Path, config: Path, target: str | None = None) -> list[str]:
     """The rule alone, on inputs put in place by hand (the rules before it are not run)."""
     options = ["--configfile", str(config), "--cores", "2", "--allowed-rules", rule, "--rerun-triggers=mtime"]
-    return [sys.executable, "-m", "snakemake", *options, f"results/{folder.name}/{STAGES[rule][0]}"]
+    return [sys.executable, "-m", "snakemake", *options, f"results/{folder.name}/{target or STAGES[rule][0]}"]
 
 
 @pytest.mark.timeout(900)
@@ -149,3 +149,56 @@ def test_progress_made_from_other_inputs_starts_afresh_and_a_finished_output_is_
     same.finish()
     with pytest.raises(prov.ProvenanceMismatch, match="tasks_sha256: 'b' then, 'c' now"):
         ResumableJsonl(out, provenance={"tasks_sha256": "c"})  # a finished result of other inputs: refused
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_judge_job_killed_mid_run_and_rerun_asks_no_answered_call_again(runs, tiny_model):
+    """judge_teacher's progress is its call cache (judge/cache, not an output): killed mid-run and run again, it asks
+    the served judge (the tiny model through vLLM) only the calls the first job had no answer to."""
+    pytest.importorskip("vllm")
+    for folder, config in runs:
+        raw = yaml.safe_load(config.read_text())
+        raw["judge"]["llm_stages"] = ["teacher"]
+        config.write_text(yaml.safe_dump(raw))
+        shutil.copytree(tiny_model, folder / "models" / "base")
+        (folder / "collect").mkdir()
+        shutil.copy(folder / "tasks/valid.validation.trajectories.jsonl", folder / "collect/trajectories.jsonl")
+    (folder, config), (reference, reference_config) = runs
+    cache = folder / "judge" / "cache"
+    target = "judge/teacher_verdicts.jsonl"
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+
+    def answered() -> dict[str, int]:
+        return {p.name: p.stat().st_mtime_ns for p in cache.rglob("*.json")} if cache.is_dir() else {}
+
+    command = stage_rule("judge_teacher", folder, config, target)
+    first = subprocess.Popen(
+        command, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    deadline = time.time() + 600
+    while time.time() < deadline and len(answered()) < 3:
+        assert first.poll() is None, first.stdout.read()[-2000:]
+        time.sleep(0.05)
+    assert kill_job(first.pid, "terminus judge") > 0
+    assert first.communicate(timeout=120)[0] and first.returncode != 0
+    assert not (folder / target).exists()
+    before = answered()
+
+    again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
+    after = answered()
+    assert all(after[name] == mtime for name, mtime in before.items())  # not asked again, not written again
+    assert len(before) < len(after)
+    print(f"judge_teacher: {len(before)} of {len(after)} judge calls kept through the kill")
+
+    uninterrupted = subprocess.run(
+        stage_rule("judge_teacher", reference, reference_config, target),
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert uninterrupted.returncode == 0, (uninterrupted.stdout + uninterrupted.stderr)[-3000:]
+    assert (folder / target).read_bytes() == (reference / target).read_bytes()
