@@ -84,6 +84,12 @@ def judge_inputs(stage: str) -> list[str]:
     return [judge["scorer"], *([judge["rubric"], judge["prompts"]] if llm else [])]
 
 
+def cell_judge_inputs(wildcards) -> list[str]:
+    """Only execution cells are scored (the Scorer, and the LLM judge when `eval` is in judge.llm_stages); repair and
+    SWE cells never call the judge, so an edit of the rubric or the Scorer leaves them alone."""
+    return judge_inputs("eval") if wildcards.cell.split("__")[2] == "execution" else []
+
+
 def judge_model_input() -> list[str]:
     """The served judge model, when the config serves one from this run."""
     serve = config["judge"].get("serve")

@@ -1,9 +1,3 @@
-def cell_judge_inputs(wildcards) -> list[str]:
-    """Only execution cells are scored (the Scorer, and the LLM judge when `eval` is in judge.llm_stages); repair and
-    SWE cells never call the judge, so an edit of the rubric or the Scorer leaves them alone."""
-    return judge_inputs("eval") if wildcards.cell.split("__")[2] == "execution" else []
-
-
 rule eval_cell:
     input:
         tasks=rules.validate_tasks.output.tasks,
