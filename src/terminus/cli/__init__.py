@@ -54,7 +54,7 @@ def _sandbox(sandbox: str | None, config: Path | None) -> str | None:
 
 
 # The commands, registered on `app` as their modules are imported.
-from terminus.cli import agent, corpus, evaluation, judging, training  # noqa: E402, F401
+from terminus.cli import agent, corpus, evaluation, judging, training, view  # noqa: E402, F401
 from terminus.hosting import MCP_SETTINGS, mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
 
 app.command("mcp", context_settings=MCP_SETTINGS)(mcp_command)
