@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 SCHEMA = "terminus.trajectory/1"
-TERMINATIONS = ("final_answer", "turn_limit", "timeout_forced", "input_forced", "format_error", "crash")
+TERMINATIONS = ("final_answer", "turn_limit", "timeout_forced", "input_forced", "format_error", "budget", "crash")
 
 
 @dataclass

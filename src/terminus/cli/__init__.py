@@ -25,8 +25,21 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from terminus import __version__
+
+        typer.echo(f"terminus {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _options(debug: bool = typer.Option(False, "--debug", help="Tracebacks for errors too (or TERMINUS_DEBUG=1).")):
+def _options(
+    debug: bool = typer.Option(False, "--debug", help="Tracebacks for errors too (or TERMINUS_DEBUG=1)."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+):
     set_debug(debug)
 
 
