@@ -78,6 +78,8 @@ def run(tmp_path_factory) -> Path:
     write_jsonl_atomic(run / "judge" / "teacher_verdicts.jsonl", Scorer(tasks={task.id: task}).score(records))
     cached = [json.loads(x) for x in (ROOT / "tests/data/view_records.jsonl").read_text().splitlines()]
     cached[0]["subagent_episodes"][0]["answer"] += "\n" + INJECTED
+    first = cached[0]["subagent_episodes"][0]  # as records now keep it: how each command ended
+    first["turns"] = [{"command": c, "exit_code": 8, "timed_out": False} for c in first["commands"]]
     write_jsonl_atomic(run / "eval" / "cells" / "reader__scripted__repair__0.jsonl", cached)
     return run
 
@@ -106,8 +108,10 @@ def test_view_writes_an_index_and_one_page_per_episode(run, tmp_path):
     )
     assert page.count("<script>") == 1 and "<img src=x" not in page
     assert "http://" not in page and "https://" not in page  # nothing loaded from outside
-    cell = next(p for p in pages if "reader__scripted__repair__0" in p.read_text()).read_text()
-    assert "main agent" in cell and "subagent" in cell and cell.count("<script>") == 1
+    cell = next(p for p in pages if "cmake-geometry-fail-tests" in p.read_text()).read_text()
+    assert "reader__scripted__repair__0" in cell and cell.count("<script>") == 1
+    assert "<th>main agent</th><th>subagent</th>" in cell and "exit 8" in cell  # the record's turns
+    assert "&lt;script&gt;document.title" in cell  # the answer the main agent received, escaped
 
 
 def test_view_of_a_bad_path_is_one_line(tmp_path):

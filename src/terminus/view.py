@@ -383,13 +383,14 @@ def trajectory_page(ep: Episode) -> str:
 
 
 def _call_command(turn: dict) -> str:
-    """One command of a subagent call in an eval record: exit status and time where the record keeps them."""
+    """One command of a subagent call in an eval record: how it ended where the record keeps it (`turns`)."""
     tags = ""
     if "exit_code" in turn:
         ended = status({"timed_out": turn.get("timed_out"), "exit_code": turn.get("exit_code")})
-        tags = (
-            f'<span class="tag">{_e(ended)}</span><span class="tag">{float(turn.get("duration_s") or 0):.2f} s</span>'
-        )
+        ok = "ok" if ended == "exit 0" else "fail"
+        tags = f'<span class="tag {ok}">{_e(ended)}</span>'
+        if turn.get("duration_s") is not None:
+            tags += f'<span class="tag">{float(turn["duration_s"]):.2f} s</span>'
     return f"<li><code>$ {_e(turn.get('command'))}</code>{tags}</li>"
 
 
