@@ -1,5 +1,7 @@
 """The trajectory viewer on the committed tables, as a browser shows it: `terminus view results/cached` into
-results/view-cached/, then headless Chromium's screenshot of its index -> results/benchmarks/view.png.
+results/view-cached/, then headless Chromium's screenshot -> results/benchmarks/view.png of the case study's
+episode with the subagent (eval/case_study.json), its first subagent call expanded (or of the index, where the
+results have no case study).
 
 python benchmarks/view_screenshot.py [--results results/cached] [--out results/benchmarks/view.png]
 """
@@ -7,6 +9,7 @@ python benchmarks/view_screenshot.py [--results results/cached] [--out results/b
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -33,6 +36,14 @@ def main(argv: list[str] | None = None) -> None:
 
     site = ROOT / "results" / f"view-{args.results.resolve().name}"
     index = write_site(args.results, site)
+    page = index.resolve().as_uri()
+    case = args.results / "eval" / "case_study.json"
+    if case.is_file():
+        study = json.loads(case.read_text())
+        key = "_".join((study["main_agent"], study["subagent"], "repair", "0", study["task_id"]))
+        episode = site / "episodes" / f"{key}.html"
+        if episode.is_file():
+            page = episode.resolve().as_uri() + "#call-1"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
@@ -42,13 +53,13 @@ def main(argv: list[str] | None = None) -> None:
                 f"--user-data-dir={profile}",
                 f"--screenshot={args.out}",
                 f"--window-size={args.size}",
-                index.resolve().as_uri(),
+                page,
             ],
             check=True,
             capture_output=True,
             timeout=120,
         )
-    print(f"{index} -> {args.out}")
+    print(f"{page} -> {args.out}")
 
 
 if __name__ == "__main__":

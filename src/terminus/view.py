@@ -430,18 +430,25 @@ def eval_page(ep: Episode) -> str:
         body += f"<li><code>$ {_e(call.get('command'))}</code> (after {_e(call.get('after'))} subagent calls)</li>"
     if r.get("direct_commands"):
         body += "</ol>"
-    for i, call in enumerate(r.get("subagent_episodes") or [], 1):
-        body += f'<h2>Subagent call {i} <span class="tag">{_e(call.get("termination"))}</span></h2>'
-        body += f"<p>Query:</p><pre>{_e(call.get('query'))}</pre>"
+    calls = r.get("subagent_episodes") or []
+    if calls:
+        body += f"<h2>Subagent calls ({len(calls)})</h2>"
+    for i, call in enumerate(calls, 1):
+        turns = call.get("turns") or [{"command": c} for c in call.get("commands") or []]
+        query = str(call.get("query") or "")
+        head = f"{i}. {_e(query[:100])}{'…' if len(query) > 100 else ''}"
+        tags = f'<span class="tag">{len(turns)} commands</span><span class="tag">{_e(call.get("termination"))}</span>'
+        body += f'<details id="call-{i}"><summary>{head}{tags}</summary>'
+        body += f"<p>Query:</p><pre>{_e(query)}</pre>"
         if call.get("description"):
             body += f"<p>Description:</p><pre>{_e(call['description'])}</pre>"
-        turns = call.get("turns") or [{"command": c} for c in call.get("commands") or []]
         body += "<p>Commands:</p>"
         if not turns:
             body += "<p>(no command ran)</p>"
         else:
             body += "<ol>" + "".join(_call_command(t) for t in turns) + "</ol>"
-        body += f"<p>What the main agent received:</p><pre>{_e(call.get('answer') or '(no final answer)')}</pre>"
+        answer = call.get("answer") or "(no final answer)"
+        body += f"<p>What the main agent received:</p><pre>{_e(answer)}</pre></details>"
     scores = [("reward (Scorer)", r.get("reward")), ("fact recall", r.get("fact_recall")),
               ("fact precision", r.get("fact_precision")), ("judge score", r.get("judge_score")),
               ("hallucinated claims", r.get("hallucinated")), ("rerun rate", r.get("rerun_rate"))]  # fmt: skip
