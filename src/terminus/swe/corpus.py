@@ -22,7 +22,7 @@ from pathlib import Path
 
 from terminus.swe.grade import GradeError, checkout, patch_files, setup_tests_commands
 from terminus.swe.parsers import PASSING
-from terminus.swe.record import RepairInstance
+from terminus.swe.record import RepairInstance, file_stem
 from terminus.tasks.build import SHORT, assign_splits, corpus_stats
 from terminus.tasks.queries import OPENINGS, RESTRICTIONS, TEMPLATES
 from terminus.tasks.record import Task
@@ -47,7 +47,8 @@ _FIX = {"pip": "pip install {p}", "npm": "npm install {p}", "go": "go get {p}", 
 
 
 def slug(instance_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", instance_id).strip("-")[:120]
+    """The id as a folder and task-id part: itself when safe, else safe characters and a digest (`file_stem`)."""
+    return file_stem(instance_id)
 
 
 def added_dependency(gold_patch: str) -> dict | None:

@@ -17,6 +17,7 @@ user's own repositories).
 from __future__ import annotations
 
 import ast
+import codecs
 import json
 import logging
 import re
@@ -47,16 +48,33 @@ def load_rows(dataset: str, split: str | None = None) -> list[dict]:
         if path.suffix in kinds:
             if not path.is_file():
                 raise DatasetError(f"dataset file {path} does not exist")
+            if path.suffix != ".parquet":
+                _check_utf8(path)
             options = _csv_options(path) if path.suffix == ".csv" else {}
             rows = load_dataset(kinds[path.suffix], data_files=str(path), split="train", **options)
         else:
             rows = load_dataset(dataset, split=split or "test")
+        return [dict(r) for r in rows]  # rows decode here: their errors are the source's too
     except DatasetError:
         raise
     except Exception as err:  # datasets raises many kinds; one line that names the source is what helps
         where = path if path.suffix in kinds else f"hub dataset {dataset} (split {split or 'test'})"
         raise DatasetError(f"cannot load {where}: {type(err).__name__}: {err}") from None
-    return [dict(r) for r in rows]
+
+
+def _check_utf8(path: Path) -> None:
+    """A text dataset file is UTF-8 (pyarrow would fail on the first bad row, naming no file)."""
+    decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
+    with path.open("rb") as fh:
+        while True:
+            chunk = fh.read(1 << 20)
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as err:
+                raise DatasetError(f"dataset file {path}: not UTF-8 text (byte {offset + err.start})") from None
+            if not chunk:
+                return
+            offset += len(chunk)
 
 
 def _csv_options(path: Path) -> dict:

@@ -21,9 +21,12 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from terminus.sandbox import Limits, Sandbox, SandboxError, make_sandbox
+from terminus.errors import TerminusError
+from terminus.sandbox import Limits, Sandbox, SandboxError, hostfs, make_sandbox
 from terminus.sandbox.output import normalise
+from terminus.sandbox.tmproot import run_root
 from terminus.swe.parsers import PASSING, normalise_test_id, parse_log
+from terminus.swe.patchcheck import patch_problem
 from terminus.swe.record import GradeResult, RepairInstance
 
 log = logging.getLogger(__name__)
@@ -32,8 +35,18 @@ START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
 LOG_NAME = "terminus-swe-test.log"
 # Real test logs run to megabytes; they go to a file and are read in full, so the terminal's cap does not apply.
 # Inside a user namespace the copied repository belongs to another uid; git refuses such "dubious ownership"
-# unless told the directory is safe.
-GIT_SAFE = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
+# unless told the directory is safe. A workspace that a patch or a model touched may hold hooks or an fsmonitor
+# command in its .git/: every git in the sandbox (the dataset's own setup commands too) runs with neither, since
+# these command-scope settings win over the repository's config.
+GIT_CONFIG = {"safe.directory": "*", "core.hooksPath": "/dev/null", "core.fsmonitor": "false"}
+GIT_SAFE = {"GIT_CONFIG_COUNT": str(len(GIT_CONFIG))} | {
+    f"GIT_CONFIG_{kind}_{i}": text
+    for i, pair in enumerate(GIT_CONFIG.items())
+    for kind, text in zip(("KEY", "VALUE"), pair, strict=True)
+}
+# The same, spelled out, for the grader's own git commands (they also run under limits that lack GIT_SAFE, such as
+# the eval's agent sandbox); command-scope config is "protected", so git honours safe.directory there.
+GIT = "git " + " ".join(f"-c {shlex.quote(f'{key}={value}')}" for key, value in GIT_CONFIG.items())
 LIMITS = Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env=GIT_SAFE)
 
 
@@ -42,7 +55,7 @@ def grading_limits(**env: str) -> Limits:
     return Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env={**GIT_SAFE, **env})
 
 
-class GradeError(RuntimeError):
+class GradeError(TerminusError, RuntimeError):
     pass
 
 
@@ -103,7 +116,8 @@ def instance_sandbox(
     `for_agent`: a local repository's later history is removed (what the main agent works in)."""
     options = sandbox_options(inst, backend, options)
     if inst.repo_path:
-        scratch = Path(tempfile.mkdtemp(prefix="terminus-swe-"))
+        # Under this process's run root, so that the next terminus process removes it if this one is killed.
+        scratch = Path(tempfile.mkdtemp(prefix="terminus-swe-", dir=run_root()))
         try:
             source = checkout(inst.repo_path, inst.base_commit, scratch / "repo", hide_future=for_agent)
             with make_sandbox(backend, source, limits or LIMITS, **options) as box:
@@ -135,10 +149,15 @@ def _stage(name: str, text: str) -> str:
 
 
 def apply_command(patch: str, workdir: str, name: str = "terminus-model.diff") -> str:
+    """git apply, else GNU patch (as SWE-bench's harness does); a patch naming a path outside the work tree or in
+    its .git/ never reaches either (GradeError)."""
+    problem = patch_problem(patch)
+    if problem:
+        raise GradeError(problem)
     target = f'"${{TMPDIR:-/tmp}}/{name}"'
     return (
         f"cd {workdir} && {_stage(name, patch)} && "
-        f"{{ git apply -v --whitespace=nowarn {target} || patch --batch --fuzz=5 -p1 -i {target}; }}"
+        f"{{ {GIT} apply -v --whitespace=nowarn {target} || patch --batch --fuzz=5 -p1 -i {target}; }}"
     )
 
 
@@ -160,7 +179,7 @@ def setup_tests_commands(inst: RepairInstance, workdir: str) -> list[str]:
     modified, created = patch_files(inst.test_patch)
     steps = [f"cd {workdir}"]
     if modified:
-        steps.append(f"git checkout {shlex.quote(inst.base_commit)} -- {' '.join(map(shlex.quote, modified))}")
+        steps.append(f"{GIT} checkout {shlex.quote(inst.base_commit)} -- {' '.join(map(shlex.quote, modified))}")
     if created:
         steps.append(f"rm -f {' '.join(map(shlex.quote, created))}")
     reset = " && ".join(steps)
@@ -183,10 +202,22 @@ def tests_command(inst: RepairInstance, workdir: str) -> str:
     return f"cd {workdir} && {{ {prelude}echo '{START}' ; {inst.test_cmd} ; echo '{END}' ; }} > {out} 2>&1"
 
 
+def read_sandbox_file(box: Sandbox, name: str) -> bytes:
+    """A file the sandbox wrote in its /tmp, read from the host without following a link the sandbox planted there
+    (hostfs): FileNotFoundError when absent, UnsafePathError for a link or anything but a regular file."""
+    return hostfs.read_bytes(host_tmp(box), name)
+
+
 def run_tests(box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float) -> tuple[dict[str, str], str]:
+    hostfs.unlink(host_tmp(box), LOG_NAME)
     result = box.run(tests_command(inst, workdir), timeout_s)
-    path = host_tmp(box) / LOG_NAME
-    text = normalise(path.read_bytes()) if path.is_file() else result.output
+    try:
+        text = normalise(read_sandbox_file(box, LOG_NAME))
+    except FileNotFoundError:
+        text = result.output
+    except hostfs.UnsafePathError as err:  # the tests replaced their log: what it points to is never read
+        log.warning("%s: %s", inst.instance_id, err)
+        text = f"{result.output}\n[terminus: the test log was refused: {err}]"
     if result.timed_out:
         text += f"\n[terminus: the test command timed out after {timeout_s:.0f} s]"
     region = text.split(START, 1)[1] if START in text else text
@@ -224,6 +255,9 @@ def grade_in_sandbox(
     box: Sandbox, inst: RepairInstance, workdir: str, patch: str | None, timeout_s: float = 1800.0
 ) -> GradeResult:
     """Apply `patch`, put the tests in place, run and judge them, in a sandbox at the base commit."""
+    problem = patch_problem(patch)
+    if problem:
+        return _not_run(inst, problem, False)
     if patch and patch.strip():
         applied = box.run(apply_command(patch if patch.endswith("\n") else patch + "\n", workdir), 300)
         if applied.exit_code != 0:
@@ -247,7 +281,12 @@ def grade_patch(
     timeout_s: float = 1800.0,
     limits: Limits | None = None,
 ) -> GradeResult:
-    """Grade one prediction (a unified diff against `base_commit`; None or "" is the empty patch)."""
+    """Grade one prediction (a unified diff against `base_commit`; None or "" is the empty patch). A patch that is
+    not text, or names a path outside the work tree or in .git/, is the prediction's error, found before any
+    sandbox starts."""
+    problem = patch_problem(patch)
+    if problem:
+        return _not_run(inst, problem, False)
     try:
         with instance_sandbox(inst, backend, options, limits) as (box, workdir):
             return grade_in_sandbox(box, inst, workdir, patch, timeout_s)
@@ -258,40 +297,63 @@ def grade_patch(
         return _not_run(inst, f"environment: {type(err).__name__}: {err}", False)
 
 
+def _host_git(git_dir: Path, *args: str, cwd: Path, index: Path | None = None) -> str:
+    """Host git over a git folder the host made, with no system or user config: no hook, fsmonitor, filter,
+    textconv or external diff of anyone else's can run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"}
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    command = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", f"--git-dir={git_dir}", *args]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise GradeError(f"`git {' '.join(args)}` in {cwd} failed: {done.stderr.strip()[-300:]}")
+    return done.stdout
+
+
 def patch_from_tree(tree: Path, base_commit: str) -> str:
     """The edits of a working tree (tracked and new files) against `base_commit`, as a patch for `grade_patch`.
-    The tree's own index is left alone: a temporary index records the new files."""
-    with tempfile.TemporaryDirectory() as scratch:
-        env_index = Path(scratch) / "index"
-        env = {**os.environ, "GIT_INDEX_FILE": str(env_index)}
-        for args in (["read-tree", base_commit], ["add", "-A"]):
-            done = subprocess.run(["git", *args], cwd=tree, env=env, capture_output=True, text=True, timeout=600)
-            if done.returncode != 0:
-                raise GradeError(f"`git {' '.join(args)}` in {tree} failed: {done.stderr.strip()[-300:]}")
-        done = subprocess.run(
-            ["git", "diff", "--cached", "--binary", base_commit],
-            cwd=tree,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if done.returncode != 0:
-            raise GradeError(f"`git diff` in {tree} failed: {done.stderr.strip()[-300:]}")
-        return done.stdout
+
+    The tree was edited by a main agent, so its .git/ is untrusted: a planted config (core.fsmonitor, a
+    `filter.X.clean` driver for its .gitattributes, a textconv, hooks) would run commands on the host. So the host
+    never runs git with the tree's .git/ as its repository: a fresh git folder the host made fetches `base_commit`
+    from it (upload-pack, which git keeps safe over untrusted repositories) and indexes the tree as its work tree.
+    The tree and its .git/ are left as they were."""
+    tree = Path(tree)
+    dot_git = tree / ".git"
+    if dot_git.is_symlink() or not dot_git.is_dir():
+        raise GradeError(f"{tree} has no .git folder of its own (a link or a file there is not followed)")
+    with tempfile.TemporaryDirectory(dir=run_root()) as scratch:
+        git_dir = Path(scratch) / "git"
+        _host_git(git_dir, "init", "--quiet", "--bare", "--template=", str(git_dir), cwd=Path(scratch))
+        _host_git(git_dir, "fetch", "--quiet", "--no-tags", "--depth=1", str(dot_git.resolve()), base_commit, cwd=tree)
+        index = Path(scratch) / "index"
+        work = (f"--work-tree={tree}",)
+        _host_git(git_dir, *work, "read-tree", base_commit, cwd=tree, index=index)
+        _host_git(git_dir, *work, "add", "-A", cwd=tree, index=index)
+        diff = ("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", base_commit)
+        return _host_git(git_dir, *work, *diff, cwd=tree, index=index)
 
 
 def patch_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> str:
-    """What was edited inside a sandbox (e.g. by the main agent in the instance's image), as a patch."""
+    """What was edited inside a sandbox (e.g. by the main agent in the instance's image), as a patch. git runs in
+    the sandbox without hooks or fsmonitor; the host reads the diff file without following a link (a filter
+    driver the agent planted could swap it for one while git runs)."""
     name = "terminus-agent.diff"
+    hostfs.unlink(host_tmp(box), name)
+    diff = "diff --cached --binary --no-color --no-ext-diff --no-textconv"
     command = (
-        f"cd {workdir} && git add -A && git diff --cached --binary {shlex.quote(inst.base_commit)} "
-        f'> "${{TMPDIR:-/tmp}}/{name}"'
+        f'cd {workdir} && {GIT} add -A && {GIT} {diff} {shlex.quote(inst.base_commit)} > "${{TMPDIR:-/tmp}}/{name}"'
     )
     done = box.run(command, 300)
     if done.exit_code != 0:
         raise GradeError(f"{inst.instance_id}: cannot read the edits: {done.output.strip()[-300:]}")
-    return (host_tmp(box) / name).read_text(errors="replace")
+    try:
+        return read_sandbox_file(box, name).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        raise GradeError(f"{inst.instance_id}: cannot read the edits: the sandbox removed their diff") from None
+    except hostfs.UnsafePathError as err:
+        raise GradeError(f"{inst.instance_id}: cannot read the edits, refused: {err}") from None
 
 
 def grade_tree(inst: RepairInstance, tree: Path, backend: str | None = None, **kwargs) -> GradeResult:

@@ -6,9 +6,36 @@ validation, corpus tasks, predictions) reads only this record, never a family's 
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import asdict, dataclass, field, fields
 
+from terminus.tasks.manifest import SAFE_ID
+
 SCHEMA = "terminus.swe-instance/1"
+
+
+def file_stem(instance_id: str, limit: int = 120) -> str:
+    """A file name for an instance id: the id itself when it is a safe task id (SAFE_ID) of at most `limit`
+    characters, else its safe characters and a digest of the whole id (`../x`, `/abs`, `a b`, long ids), so that
+    no id names a path outside its folder and distinct ids keep distinct names."""
+    if SAFE_ID.match(instance_id) and len(instance_id) <= limit:
+        return instance_id
+    digest = hashlib.sha256(instance_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", instance_id).strip("-._")[: limit - len(digest) - 1]
+    return f"{readable}-{digest}" if readable else digest
+
+
+def file_names(instance_ids: list[str], suffix: str) -> dict[str, str]:
+    """{instance id: file name} for a folder of per-instance files; ValueError if two ids would share one."""
+    names = {i: file_stem(i) + suffix for i in instance_ids}
+    if len(set(names.values())) < len(names):
+        seen: dict[str, str] = {}
+        for iid, name in names.items():
+            if name in seen:
+                raise ValueError(f"instance ids {seen[name]!r} and {iid!r} would share the file name {name}")
+            seen[name] = iid
+    return names
 
 
 @dataclass
