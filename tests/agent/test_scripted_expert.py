@@ -159,3 +159,17 @@ def test_query_reading_doctests():
     from terminus.models import asked
 
     assert doctest.testmod(asked).failed == 0
+
+
+def test_a_swe_corpus_query_runs_its_scoped_test_command():
+    """`swe tasks` writes the instance's scoped test command into the query; the expert runs exactly that (the whole
+    suite at the root hit the time limit on pydicom and saw 911 tests where the task expects 76)."""
+    from terminus.models.scripted import plan
+
+    query = (
+        "CI is red on this branch. Run the unit tests and tell me what fails and why. "
+        "The tests to run: `python -m pytest -rA -p no:cacheprovider tests/test_money.py`."
+    )
+    (command, _), *rest = plan("python", ".", query)
+    assert command.startswith("python -m pytest -rA -p no:cacheprovider tests/test_money.py 2>&1; rc=$?")
+    assert not rest

@@ -404,4 +404,7 @@ def test_a_planted_log_link_is_refused_on_every_backend(request, swe_data, case,
         inst, inst.gold_patch + new_file("conftest.py", conftest), backend, options=options, limits=limits
     )
     assert "the test log was refused" in result.log and "symbolic link" in result.log
-    assert SECRET not in result.log and not result.resolved and result.error is None
+    assert SECRET not in result.log and not result.resolved
+    # Nothing was parsed, so the record says why, with the log's end: the refusal, never the secret.
+    assert result.error.startswith("no test result in the log") and "the test log was refused" in result.error
+    assert SECRET not in result.error

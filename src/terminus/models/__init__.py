@@ -42,11 +42,13 @@ def shared_policy(
     log_dir: Path | None = None,
     max_new_tokens: int = 512,
     max_model_len: int | None = None,
+    gpu_memory_utilization: float | None = None,
     **options,
 ) -> Iterator:
     """A policy that many episodes share at once, made once for a stage or a grid cell. `vllm` is served by vLLM's
     OpenAI-compatible server for the block's lifetime (episodes call it concurrently; its continuous batching does
-    the work; stopped by PID at the end), since one in-process engine cannot serve threads. `transformers` is
+    the work; stopped by PID at the end), since one in-process engine cannot serve threads; `gpu_memory_utilization`
+    is its share of the GPU (None: vLLM's default). `transformers` is
     loaded once and generates under a lock; the others are made as `make_policy` makes them."""
     if name != "vllm":
         if name == "transformers":
@@ -60,5 +62,11 @@ def shared_policy(
 
     served_name = served_name or Path(model).name
     log = Path(log_dir) / f"vllm-{served_name}.log" if log_dir else None
-    with vllm_server(model, served_name=served_name, log=log, max_model_len=max_model_len) as url:
+    with vllm_server(
+        model,
+        served_name=served_name,
+        log=log,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+    ) as url:
         yield OpenAIPolicy(served_name, base_url=url, max_tokens=max_new_tokens)

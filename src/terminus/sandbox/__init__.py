@@ -32,7 +32,8 @@ def make_sandbox(
     `copy` is how the repository is copied (`git`: the files git sees; `all`: every file; see `copying`).
     `max_copy_bytes` caps a folder copied whole (not a git work tree, or `all`): over it, CopyTooLargeError (a
     SandboxError) and nothing is copied; None (the default, for terminus's own task snapshots): no cap.
-    `options` are backend-specific: `image` (docker, apptainer), `base_url`, `binds` (docker).
+    `options` are backend-specific: `image` (docker, apptainer), `base_url` (docker), `binds` (docker, and bwrap's
+    read-only host paths: `PATH` or `HOST:INSIDE[:ro]`).
     """
     backend = backend or default_backend()
     if backend == "local":
@@ -42,7 +43,8 @@ def make_sandbox(
     if backend == "bwrap":
         from terminus.sandbox.bwrap import BwrapSandbox
 
-        return BwrapSandbox(source, limits, network, copy=copy, max_copy_bytes=max_copy_bytes)
+        binds = options.get("binds")
+        return BwrapSandbox(source, limits, network, copy=copy, max_copy_bytes=max_copy_bytes, binds=binds)
     if backend == "docker":
         from terminus.sandbox.docker import DockerSandbox
 

@@ -33,6 +33,12 @@ def _instances(dataset: str | None, benchmark: str | None, split: str | None, id
         _fail(str(err))
 
 
+def _one_line(text: str, width: int = 400) -> str:
+    """An error with its log lines joined, for a terminal line (the report files keep them whole)."""
+    joined = " | ".join(line.strip() for line in text.splitlines() if line.strip())
+    return joined if len(joined) <= width else joined[: width - 3] + "..."
+
+
 def _text(path: Path, flag: str) -> str:
     """The text of a file given by `flag`: one error line when it is missing or not UTF-8."""
     if not path.is_file():
@@ -67,10 +73,22 @@ def _repair_instances(path: Path) -> list:
     return instances
 
 
-def _options(sandbox: str, docker_url: str | None) -> dict:
+BIND_HELP = (
+    "A host path the tests need, bound read-only (repeatable): an interpreter, a venv or a toolchain under /home "
+    "or /tmp, which bwrap keeps private. Rows may list their own in `binds`."
+)
+
+
+def _options(sandbox: str, docker_url: str | None, binds: list[str] | None = None) -> dict:
     if sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
-    return {"base_url": docker_url} if docker_url and sandbox == "docker" else {}
+    options: dict = {"base_url": docker_url} if docker_url and sandbox == "docker" else {}
+    for path in binds or []:
+        if not path.startswith("/") or not Path(path).exists():
+            _fail(f"--bind {path}: not an absolute path that exists on this machine")
+    if binds:
+        options["binds"] = list(binds)
+    return options
 
 
 @app.command("grade")
@@ -91,6 +109,7 @@ def grade_command(
     logs: Path = typer.Option(
         None, help="Folder for each instance's test log (<id>.log; index.json maps ids to files when they differ)."
     ),
+    bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:
     """Grade predictions: resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passes after the patch."""
     from terminus.io import write_text_atomic
@@ -98,7 +117,7 @@ def grade_command(
     from terminus.swe.predictions import PredictionsError, read_predictions
     from terminus.swe.record import file_names
 
-    options = _options(sandbox, docker_url)
+    options = _options(sandbox, docker_url, bind)
     try:
         patches = read_predictions(predictions)
     except PredictionsError as err:
@@ -134,7 +153,12 @@ def grade_command(
     errors = [r for r in results if r.error]
     typer.echo(f"{resolved} of {len(results)} instances resolved; report in {out}")
     for r in errors[:5]:
-        typer.echo(f"  {r.instance_id}: {r.error}")
+        typer.echo(f"  {r.instance_id}: {_one_line(r.error)}")
+    for r in [r for r in results if r.outside_workspace][:5]:
+        typer.echo(
+            f"  warning: {r.instance_id}: the tests imported {r.outside_workspace[0]} from outside the workspace; "
+            "its test_cmd does not test the patched tree"
+        )
 
 
 @app.command("validate")
@@ -148,18 +172,25 @@ def validate_command(
     instance_ids: str = typer.Option(None, help="Comma-separated ids (default: all)."),
     concurrency: int = typer.Option(2, min=1, help="Instances at once."),
     docker_url: str = typer.Option(None, help="Docker engine URL."),
+    bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:
     """Keep the instances whose F2P fail and P2P pass at base + test patch, and all pass with the gold patch."""
     from terminus.io import write_json_atomic, write_jsonl_atomic
     from terminus.swe.validate import validate_instances
 
-    options = _options(sandbox, docker_url)
+    options = _options(sandbox, docker_url, bind)
     instances = _instances(dataset, benchmark, split, instance_ids)
     kept, result = validate_instances(instances, sandbox, options=options, concurrency=concurrency)
     report = report or out.with_suffix(".validation.json")
     write_jsonl_atomic(out, [i.to_dict() for i in kept])
     write_json_atomic(report, result)
-    typer.echo(f"{result['kept']} of {result['instances']} instances hold; {result['dropped']} dropped (see {report})")
+    causes = result["dropped_by_cause"]
+    typer.echo(
+        f"{result['kept']} of {result['instances']} instances hold; {result['dropped']} dropped "
+        f"({causes['environment']} for the environment, {causes['instance']} for the instance; see {report})"
+    )
+    for iid, reason in list(result["reasons"].items())[:5]:
+        typer.echo(f"  {iid}: {_one_line(reason)}")
 
 
 @app.command("tasks")
@@ -172,10 +203,12 @@ def tasks_command(
     report: Path = typer.Option(None, help="A validation report: facts from the statuses its runs observed."),
     splits: Path = typer.Option(None, help="{repo: split} from `terminus swe select` (default: 0.9/0.05/0.05)."),
     seed: int = typer.Option(0, help="Seed of the queries and splits."),
+    bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP + " Recorded in each task's meta.binds."),
 ) -> None:
     """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances."""
     from terminus.io import write_text_atomic
     from terminus.swe.corpus import label_distribution, tasks_for
+    from terminus.swe.grade import GradeError
     from terminus.tasks.build import assign_splits, format_stats
     from terminus.tasks.record import write_tasks
 
@@ -183,7 +216,16 @@ def tasks_command(
     observed = (_json_object(report, "--report").get("observed") if report else None) or {}
     if not isinstance(observed, dict):
         _fail(f"--report {report}: its `observed` is not an object (is it a `terminus swe validate` report?)")
-    tasks = [t for inst in chosen for t in tasks_for(inst, out, observed.get(inst.instance_id), seed)]
+    for path in bind or []:
+        if not path.startswith("/") or not Path(path).exists():
+            _fail(f"--bind {path}: not an absolute path that exists on this machine")
+    tasks = []
+    for inst in chosen:
+        inst.binds = list(dict.fromkeys([*inst.binds, *(bind or [])]))
+        try:
+            tasks += tasks_for(inst, out, observed.get(inst.instance_id), seed)
+        except GradeError as err:  # e.g. a test patch that does not apply at the base commit
+            _fail(str(err))
     if not tasks:
         _fail("no instances, so no tasks")
     by_repo = assign_splits([t.repo for t in tasks], {"train": 0.9, "val": 0.05, "test": 0.05}, seed)

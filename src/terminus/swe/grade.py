@@ -4,7 +4,8 @@ In a fresh sandbox over the instance's environment (its image at `workdir`, or a
 at `base_commit`): apply the model patch; put the tests in place (SWE-Bench Pro: the last line of
 `before_repo_set_cmd`; otherwise revert the files the test patch touches to `base_commit` and apply the test
 patch, as SWE-bench's eval script does); run the test command; parse its log into per-test statuses. A test
-the log does not mention counts as failed (SWE-bench's `test_failed`).
+the log does not mention counts as failed (SWE-bench's `test_failed`); a log with no test result at all is the
+record's `error` (with the log's last lines), never silently "every test failed".
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import base64
 import contextlib
 import logging
 import os
+import posixpath
 import re
 import shlex
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from terminus.errors import TerminusError
@@ -26,13 +29,17 @@ from terminus.sandbox import Limits, Sandbox, SandboxError, hostfs, make_sandbox
 from terminus.sandbox.output import normalise
 from terminus.sandbox.tmproot import run_root
 from terminus.swe.parsers import PASSING, normalise_test_id, parse_log
-from terminus.swe.patchcheck import patch_problem
+from terminus.swe.patchcheck import file_changes, files_after, patch_problem
 from terminus.swe.record import GradeResult, RepairInstance
 
 log = logging.getLogger(__name__)
 
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
 LOG_NAME = "terminus-swe-test.log"
+RC_VAR = "__terminus_test_status"
+NO_RESULT = "no test result in the log"
+# Statuses of a command that never started: not found, not executable.
+NOT_STARTED = {126: "not executable", 127: "command not found"}
 # Real test logs run to megabytes; they go to a file and are read in full, so the terminal's cap does not apply.
 # Inside a user namespace the copied repository belongs to another uid; git refuses such "dubious ownership"
 # unless told the directory is safe. A workspace that a patch or a model touched may hold hooks or an fsmonitor
@@ -69,26 +76,45 @@ def _git(*args: str, cwd: Path | None = None) -> str:
 def checkout(repo_path: str, commit: str, dest: Path, *, hide_future: bool = False) -> Path:
     """A clone of a local repository at `commit` (the sandbox copies it; the user's repository is untouched).
 
-    `hide_future`: keep only what `commit` reaches (no branches, tags, remote or later commits, so an agent cannot
-    read the fix from history), as SWE-bench's images do. Grading keeps everything: SWE-Bench Pro's test setup
-    checks the test files out of the fix commit."""
+    `hide_future`: a repository of that one commit (`base_git`), as SWE-bench's images hold, so that an agent
+    cannot read the fix from history. Grading keeps everything: SWE-Bench Pro's test setup checks the test files
+    out of the fix commit."""
     if not Path(repo_path, ".git").exists():
         raise GradeError(f"repo_path {repo_path} is not a git repository")
+    if hide_future:
+        dest.mkdir(parents=True)
+        base_git(repo_path, commit, dest)
+        _git("reset", "--quiet", "--hard", cwd=dest)
+        return dest
     _git("clone", "--quiet", "--no-hardlinks", repo_path, str(dest))
     _git("-c", "advice.detachedHead=false", "checkout", "--quiet", commit, cwd=dest)
-    if hide_future:
-        _git("remote", "remove", "origin", cwd=dest)
-        for ref in _git("for-each-ref", "--format=%(refname)", "refs/heads", "refs/tags", cwd=dest).split():
-            _git("update-ref", "-d", ref, cwd=dest)
-        _git("reflog", "expire", "--expire=now", "--all", cwd=dest)
-        _git("gc", "--quiet", "--prune=now", cwd=dest)
     return dest
+
+
+def base_git(repo_path: str, commit: str, tree: Path) -> None:
+    """Give `tree` a new .git that holds `commit` alone: a shallow fetch of that one commit (its hash kept, its
+    history, branches, tags, remote and every later commit left out), HEAD detached at it and the index at its
+    tree; the files of `tree` are left as they are. A snapshot so made is the size of one tree, and `git log
+    --all` in it shows one commit."""
+    source = Path(repo_path).resolve()
+    try:
+        commit = _git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", cwd=source).strip()  # full hash
+    except GradeError:
+        raise GradeError(f"commit {commit} is not in the repository {repo_path}") from None
+    shutil.rmtree(tree / ".git", ignore_errors=True)
+    _git("init", "--quiet", "--template=", str(tree))
+    _git("fetch", "--quiet", "--no-tags", "--depth=1", str(source), commit, cwd=tree)
+    _git("update-ref", "--no-deref", "HEAD", commit, cwd=tree)
+    _git("read-tree", "HEAD", cwd=tree)
+    (tree / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
 
 
 def sandbox_options(inst: RepairInstance, backend: str | None, options: dict | None = None) -> dict:
     """Backend options for an instance: its image for docker/apptainer (a local repository under docker gets the
-    registry-free host image, which borrows the host's toolchains)."""
+    registry-free host image, which borrows the host's toolchains); the row's and the run's read-only `binds`
+    (bwrap hides the host's /tmp and /home; docker sees nothing of the host unless bound)."""
     options = dict(options or {})
+    binds = [*inst.binds, *(options.pop("binds", None) or [])]
     if backend == "apptainer":
         image = options.pop("image", None) or inst.image
         if not image:
@@ -98,8 +124,13 @@ def sandbox_options(inst: RepairInstance, backend: str | None, options: dict | N
         from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
 
         options.setdefault("image", inst.image or HOST_IMAGE)
+        own = [b if ":" in b else f"{b}:{b}:ro" for b in binds]
         if options["image"] == HOST_IMAGE:
-            options.setdefault("binds", HOST_BINDS)
+            own = [*HOST_BINDS, *own]
+        if own:
+            options["binds"] = list(dict.fromkeys(own))
+    elif backend == "bwrap" and binds:
+        options["binds"] = list(dict.fromkeys(binds))
     return options
 
 
@@ -162,13 +193,17 @@ def apply_command(patch: str, workdir: str, name: str = "terminus-model.diff") -
 
 
 def patch_files(patch: str) -> tuple[list[str], list[str]]:
-    """(files the patch modifies, files it creates)."""
-    modified, created = [], []
-    for section in re.split(r"(?m)^(?=diff --git )", patch):
-        m = re.match(r"diff --git a/(\S+) b/(\S+)", section)
-        if m:
-            (created if re.search(r"(?m)^--- /dev/null", section) else modified).append(m.group(2))
-    return modified, created
+    """(paths the patch finds at base: what it modifies, deletes, renames away or changes the mode of; paths it
+    creates: new files, rename and copy targets). The test setup resets the first to `base_commit` (as the official
+    harness resets a rename's source) and removes the second, so that the test patch applies after any model patch."""
+    at_base: list[str] = []
+    created: list[str] = []
+    for change in file_changes(patch):
+        if change.old and change.kind != "copy":
+            at_base.append(change.old)
+        if change.new and change.kind in ("add", "rename", "copy"):
+            created.append(change.new)
+    return list(dict.fromkeys(at_base)), list(dict.fromkeys(created))
 
 
 def setup_tests_commands(inst: RepairInstance, workdir: str) -> list[str]:
@@ -199,7 +234,11 @@ def tests_command(inst: RepairInstance, workdir: str) -> str:
             f"{t}/output.json ; echo '{START}' ; cat {t}/output.json ; echo '{END}' ; }} > {out} 2>&1"
         )
         return run
-    return f"cd {workdir} && {{ {prelude}echo '{START}' ; {inst.test_cmd} ; echo '{END}' ; }} > {out} 2>&1"
+    # The test command's own exit status is the command's (127: it never started), not the closing echo's.
+    return (
+        f"cd {workdir} && {{ {prelude}echo '{START}' ; {inst.test_cmd} ; {RC_VAR}=$? ; echo '{END}' ; }} > {out} 2>&1"
+        f" ; exit ${{{RC_VAR}:-$?}}"
+    )
 
 
 def read_sandbox_file(box: Sandbox, name: str) -> bytes:
@@ -208,7 +247,15 @@ def read_sandbox_file(box: Sandbox, name: str) -> bytes:
     return hostfs.read_bytes(host_tmp(box), name)
 
 
-def run_tests(box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float) -> tuple[dict[str, str], str]:
+@dataclass
+class TestRun:
+    statuses: dict[str, str]
+    log: str
+    exit_code: int | None
+    timed_out: bool
+
+
+def run_tests(box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float) -> TestRun:
     hostfs.unlink(host_tmp(box), LOG_NAME)
     result = box.run(tests_command(inst, workdir), timeout_s)
     try:
@@ -222,8 +269,78 @@ def run_tests(box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float
         text += f"\n[terminus: the test command timed out after {timeout_s:.0f} s]"
     region = text.split(START, 1)[1] if START in text else text
     region = region.rsplit(END, 1)[0] if END in region else region
-    statuses = parse_log(inst.log_parser, region)
-    return {normalise_test_id(k): v for k, v in statuses.items()}, text
+    statuses = {normalise_test_id(k): v for k, v in parse_log(inst.log_parser, region).items()}
+    return TestRun(statuses, text, result.exit_code, result.timed_out)
+
+
+def last_lines(text: str, count: int = 12, width: int = 1500) -> str:
+    """The log's last non-empty lines (the harness's own markers left out), for an error record."""
+    lines = [line for line in text.splitlines() if line.strip() and line.strip() not in (START, END)]
+    return "\n".join(lines[-count:])[-width:]
+
+
+# A path a shell or an exec names: "bash: /home/u/venv/bin/python: No such file or directory".
+_PRIVATE_PATH = re.compile(r"(?<![\w.~/-])(/(?:tmp|home)/[^\s:'\"`;,)]+)")
+
+
+def invisible_paths(box: Sandbox, text: str) -> list[str]:
+    """Host paths under /tmp or /home that a failed command needed and bwrap hides (its /tmp and /home are
+    private): those the log names that exist on the host, and PATH entries there."""
+    if getattr(box, "name", "") != "bwrap":
+        return []
+    bound = {b.partition(":")[0] for b in getattr(box, "binds", [])}
+    named = [p for p in _PRIVATE_PATH.findall(text) if Path(p).exists()]
+    path_var = box.env().get("PATH", "") if hasattr(box, "env") else ""
+    on_path = [p for p in path_var.split(":") if _PRIVATE_PATH.fullmatch(p) and Path(p).is_dir()]
+    hidden = [p for p in dict.fromkeys(named + on_path) if not any(p == b or p.startswith(b + "/") for b in bound)]
+    return hidden
+
+
+def no_result_error(box: Sandbox, run: TestRun) -> str:
+    """Why a test run gave no result: a command that never started is the environment's fault; the log's last
+    lines say the rest."""
+    code = run.exit_code
+    if run.timed_out:
+        what = f"{NO_RESULT}: the test command timed out"
+    elif code in NOT_STARTED:
+        what = f"environment: the test command did not start (exit status {code}: {NOT_STARTED[code]}); {NO_RESULT}"
+    else:
+        what = f"{NO_RESULT} (exit status {code})"
+    hidden = invisible_paths(box, run.log) if code in NOT_STARTED else []
+    if hidden:
+        what += (
+            f"; {', '.join(hidden[:3])} exists on the host but is not visible in the bwrap sandbox (its /tmp and "
+            "/home are private): bind it read-only with --bind PATH or the row's `binds`"
+        )
+    return f"{what}; the log ends:\n{last_lines(run.log)}"
+
+
+# Files a traceback names: pytest's `path.py:12: in f` / `path.py:12: Error`, Python's `File "path.py", line 12`.
+_TRACE_FILE = re.compile(r'(?m)^(\S+\.py):\d+:(?: |$)|File "([^"]+\.py)", line \d+')
+
+
+def outside_workspace(box: Sandbox, inst: RepairInstance, text: str) -> list[str]:
+    """Repository files that the log's tracebacks show imported from outside the workspace (an environment that
+    installed the repository, editable or not, imports that unpatched copy): `outside path (= repo path)`.
+    Local rows only: their workspace is the repository, readable from the host."""
+    ws = getattr(box, "ws", None)
+    if not inst.repo_path or ws is None:
+        return []
+    inside = {box.inside_workspace.rstrip("/"), os.path.realpath(box.inside_workspace).rstrip("/")}
+    found: list[str] = []
+    fixed = set(files_after(inst.gold_patch))
+    for match in _TRACE_FILE.finditer(text):
+        named = match.group(1) or match.group(2)
+        full = posixpath.normpath(posixpath.join(box.inside_workspace, named))
+        if any(full == w or full.startswith(w + "/") for w in inside):
+            continue
+        parts = full.strip("/").split("/")
+        for k in range(len(parts) - 1, 0, -1):  # the longest tail of the path that is a file of the repository
+            tail = "/".join(parts[-k:])
+            if (k >= 2 or tail in fixed) and hostfs.is_file(ws.repo, tail):
+                found.append(f"{full} (= {tail})")
+                break
+    return list(dict.fromkeys(found))
 
 
 def judge(inst: RepairInstance, statuses: dict[str, str]) -> GradeResult:
@@ -266,9 +383,19 @@ def grade_in_sandbox(
         done = box.run(command, 600)
         if done.exit_code != 0:
             return _not_run(inst, f"test setup failed: {done.output.strip()[-300:]}", True, done.output)
-    statuses, text = run_tests(box, inst, workdir, timeout_s)
-    result = judge(inst, statuses)
-    result.log = text
+    run = run_tests(box, inst, workdir, timeout_s)
+    result = judge(inst, run.statuses)
+    result.log = run.log
+    if not run.statuses:
+        result.error = no_result_error(box, run)
+    elif not result.resolved:
+        result.outside_workspace = outside_workspace(box, inst, run.log)
+        if result.outside_workspace:
+            log.info(
+                "%s: the tests imported %s from outside the workspace: its test_cmd does not test the patched tree",
+                inst.instance_id,
+                result.outside_workspace[0],
+            )
     return result
 
 

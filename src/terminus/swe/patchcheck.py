@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 # Header lines whose rest names a file, for git apply or GNU patch (unified, context and git diffs).
@@ -138,3 +139,81 @@ def patch_problem(patch: object) -> str | None:
         shown = bad[0].encode("utf-8", "backslashreplace").decode()  # a path may carry undecodable bytes
         return f"the patch touches {shown}{more}: outside the work tree or in its .git folder; not applied"
     return None
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file section of a git diff: its path before (None when created) and after (None when deleted)."""
+
+    old: str | None
+    new: str | None
+    kind: str
+    """add | delete | modify (content, mode or binary) | rename | copy"""
+
+
+def _header_path(rest: str, prefix: str) -> str | None:
+    """The path of a `---`/`+++` line (git ends a name holding a space with a tab), without its a/ or b/."""
+    rest = _unquote(rest.split("\t", 1)[0].rstrip("\n") if not rest.startswith('"') else rest.strip())
+    if rest == "/dev/null":
+        return None
+    return rest[len(prefix) :] if rest.startswith(prefix) else rest
+
+
+def _diff_git_paths(rest: str) -> tuple[str, str] | None:
+    """The two paths of `diff --git a/X b/Y`: quoted, or unquoted (split where a/X and b/X name the same file)."""
+    tokens = re.findall(r'"(?:[^"\\]|\\.)*"', rest)
+    if len(tokens) == 2:
+        a, b = (_unquote(t) for t in tokens)
+        return a.removeprefix("a/"), b.removeprefix("b/")
+    if rest.startswith("a/"):
+        body = rest[2:]
+        half = (len(body) - 3) // 2  # "X b/X": a name with spaces splits where both halves agree
+        if len(body) % 2 == 1 and body[half : half + 3] == " b/" and body[:half] == body[half + 3 :]:
+            return body[:half], body[half + 3 :]
+        m = re.match(r"(\S+) b/(\S+)$", body)
+        if m:
+            return m.group(1), m.group(2)
+    return None
+
+
+def file_changes(patch: str) -> list[FileChange]:
+    """What each file section of a (git) diff does to its file: renames, copies, deletions, creations, mode-only
+    and binary changes included. The rename/copy and ---/+++ headers win over `diff --git`'s pair."""
+    changes: list[FileChange] = []
+    for section in re.split(r"(?m)^(?=diff --git )", patch):
+        if not section.startswith("diff --git "):
+            continue
+        lines = section.split("\n")
+        pair = _diff_git_paths(lines[0][len("diff --git ") :])
+        old, new = pair if pair else (None, None)
+        kind = "modify"
+        for line in lines[1:]:
+            if line.startswith("@@") or line.startswith("GIT binary patch"):
+                break  # headers end where the content starts
+            if line.startswith("new file mode"):
+                kind = "add"
+            elif line.startswith("deleted file mode"):
+                kind = "delete"
+            elif line.startswith(("rename from ", "copy from ")):
+                old = _unquote(line.split(" from ", 1)[1])
+                kind = line.split(" ", 1)[0]
+            elif line.startswith(("rename to ", "copy to ")):
+                new = _unquote(line.split(" to ", 1)[1])
+            elif line.startswith("--- "):
+                path = _header_path(line[4:], "a/")
+                kind, old = ("add", old) if path is None else (kind, path)
+            elif line.startswith("+++ "):
+                path = _header_path(line[4:], "b/")
+                kind, new = ("delete", new) if path is None else (kind, path)
+        if kind == "add":
+            old = None
+        elif kind == "delete":
+            new = None
+        if old or new:
+            changes.append(FileChange(old, new, kind))
+    return changes
+
+
+def files_after(patch: str) -> list[str]:
+    """The paths the patch leaves in the tree (a rename's target, not its source; no deleted file)."""
+    return list(dict.fromkeys(c.new for c in file_changes(patch) if c.new))

@@ -67,6 +67,9 @@ class RepairInstance:
     pre_test: list[str] = field(default_factory=list)
     """Commands run before the tests in the same shell (e.g. activating the image's conda environment)."""
     build_cmd: str | None = None
+    binds: list[str] = field(default_factory=list)
+    """Read-only host paths the tests need in the sandbox (an interpreter, a venv, a toolchain under /home or
+    /tmp, which bwrap keeps private): `PATH` or `HOST:INSIDE`."""
     run_script: str | None = None
     """SWE-Bench Pro's per-instance run_script.sh (text), when the harness's run_scripts folder is given."""
     parser_script: str | None = None
@@ -101,6 +104,8 @@ class GradeResult:
     statuses: dict[str, str] = field(default_factory=dict)
     """Every test the log parser saw, with its status (PASSED, FAILED, SKIPPED, ERROR, XFAIL)."""
     log: str = ""
+    outside_workspace: list[str] = field(default_factory=list)
+    """Repository files the tracebacks show imported from outside the workspace (the environment's own copy)."""
 
     def report(self) -> dict:
         """The entry of `terminus swe grade`'s report for this instance."""
@@ -108,6 +113,8 @@ class GradeResult:
             "resolved": self.resolved,
             "fail_to_pass": {"passed": len(self.f2p_passed), "failed": len(self.f2p_failed)},
             "pass_to_pass": {"passed": len(self.p2p_passed), "failed": len(self.p2p_failed)},
+            "patch_applied": self.patch_applied,
+            "error": self.error,
         }
 
     def to_dict(self) -> dict:
