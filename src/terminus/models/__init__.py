@@ -60,5 +60,15 @@ def shared_policy(
 
     served_name = served_name or Path(model).name
     log = Path(log_dir) / f"vllm-{served_name}.log" if log_dir else None
-    with vllm_server(model, served_name=served_name, log=log, max_model_len=max_model_len) as url:
+    from terminus.agent.template import CHAT_KWARGS, CHAT_TEMPLATE
+
+    # a subagent (a hub base model too) renders with the template it is trained with, thinking as set there
+    with vllm_server(
+        model,
+        served_name=served_name,
+        log=log,
+        max_model_len=max_model_len,
+        chat_template=CHAT_TEMPLATE,
+        chat_kwargs=CHAT_KWARGS,
+    ) as url:
         yield OpenAIPolicy(served_name, base_url=url, max_tokens=max_new_tokens)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from terminus.agent.template import CHAT_KWARGS, chat_template, install
 from terminus.timing import model_view
 
 # transformers 5 loads weights through a meta-device context that is not thread-safe: two threads loading at once
@@ -35,7 +36,7 @@ def load_transformers(model: str, device: str | None = None) -> tuple:
         if key not in _LOADED:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            tokenizer = AutoTokenizer.from_pretrained(model)
+            tokenizer = install(AutoTokenizer.from_pretrained(model))  # one template at every stage
             net = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
             net.to(device).eval()
             LOADS[str(model)] = LOADS.get(str(model), 0) + 1
@@ -89,9 +90,17 @@ class VLLMPolicy:
         engine_args.setdefault("enforce_eager", True)
         self.llm = LLM(model=model, **engine_args)
         self.sampling = SamplingParams(temperature=temperature, max_tokens=max_new_tokens)
+        self.template = chat_template()
 
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
-        outputs = self.llm.chat([model_view(messages)], self.sampling, tools=tools or None, use_tqdm=False)
+        outputs = self.llm.chat(
+            [model_view(messages)],
+            self.sampling,
+            tools=tools or None,
+            use_tqdm=False,
+            chat_template=self.template,
+            chat_template_kwargs=CHAT_KWARGS,
+        )
         out = outputs[0]
         completion = out.outputs[0]
         return {

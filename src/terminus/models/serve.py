@@ -7,6 +7,7 @@ missing: hence `python -m vllm.entrypoints.openai.api_server`). Stopped by proce
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -60,12 +61,14 @@ def vllm_server(
     *,
     port: int | None = None,
     chat_template: Path | None = None,
+    chat_kwargs: dict | None = None,
     enforce_eager: bool | None = None,
     on_start: Callable[[subprocess.Popen], None] | None = None,
 ) -> Iterator[str]:
     """Yields the base URL (http://127.0.0.1:PORT/v1) once /health answers.
 
-    `port` None takes a free one; `max_model_len` None and `chat_template` None leave the model's own;
+    `port` None takes a free one; `max_model_len`, `chat_template` and `chat_kwargs` None leave the model's own
+    (a subagent is served with `terminus.agent.template`'s: `shared_policy`, `terminus serve`);
     `on_start` gets the server process as soon as it is spawned (its PID is also its process group's).
     """
     if port is None:
@@ -94,6 +97,8 @@ def vllm_server(
         cmd += ["--max-model-len", str(max_model_len)]
     if chat_template is not None:
         cmd += ["--chat-template", str(chat_template)]
+    if chat_kwargs is not None:  # defaults for every request, e.g. {"enable_thinking": false}
+        cmd += ["--default-chat-template-kwargs", json.dumps(chat_kwargs)]
     if enforce_eager if enforce_eager is not None else not _cuda():  # CPU: graphs cost start-up and gain nothing
         cmd.append("--enforce-eager")
     cmd += extra_args or []

@@ -9,6 +9,7 @@ import logging
 import shutil
 from pathlib import Path
 
+from terminus.agent.template import CHAT_KWARGS, install
 from terminus.agent.terminal import TERMINAL_TOOL
 from terminus.io import write_json_atomic
 
@@ -38,7 +39,7 @@ def merge(model_dir: Path, base: str | None = None):
     else:
         model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype="auto")
         tokenizer_source = model_dir
-    return model, AutoTokenizer.from_pretrained(str(tokenizer_source)), base
+    return model, install(AutoTokenizer.from_pretrained(str(tokenizer_source))), base
 
 
 def model_card(name: str, base: str, counts: dict | None, recipes: list[Path], summary: dict | None) -> str:
@@ -83,7 +84,12 @@ def greedy_transformers(model_dir: Path, tokens: int) -> tuple[list[int], list[i
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype="auto").eval()
     prompt = tokenizer.apply_chat_template(
-        CHECK_MESSAGES, tools=[TERMINAL_TOOL], add_generation_prompt=True, tokenize=True, return_dict=True
+        CHECK_MESSAGES,
+        tools=[TERMINAL_TOOL],
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=True,
+        **CHAT_KWARGS,
     )["input_ids"]
     with torch.no_grad():
         out = model.generate(
