@@ -86,8 +86,12 @@ class TransformersGenerator:
         device = next(self.model.parameters()).device
         input_ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in prompts], device=device)
         attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+        # Sampling is from the model's distribution at the temperature, nothing else: generate's default top_k=50
+        # would make rollouts off-policy for the log-probabilities GRPO computes (TRL's vLLM path uses no top-k).
         sampling = (
-            {"do_sample": True, "temperature": self.temperature} if self.temperature > 0 else {"do_sample": False}
+            {"do_sample": True, "temperature": self.temperature, "top_k": 0, "top_p": 1.0}
+            if self.temperature > 0
+            else {"do_sample": False}
         )
         with self.lock, torch.no_grad():
             output = self.model.generate(

@@ -158,6 +158,7 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
             "trajectory": [],
         }
         stats = {"turns": [], "timeouts": [], "format_errors": [], "final_answer": [], "truncated": []}
+        stats |= {"completion_tokens": [], "loss_mask_tokens": [], "prompt_overflow": []}
         for traj, policy in zip(run.trajectories, run.policies, strict=True):
             record = traj.to_dict()
             sample = policy.tokens.sample(budget)
@@ -173,6 +174,9 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
                 out["logprobs"].append(sample["logprobs"])
             out["trajectory"].append(record)
             stats["truncated"].append(float(sample["truncated"]))
+            stats["completion_tokens"].append(len(sample["completion_ids"]))
+            stats["loss_mask_tokens"].append(sum(sample["env_mask"]))
+            stats["prompt_overflow"].append(float("PromptTooLong" in (traj.error or "")))
             stats["turns"].append(len(traj.turns))
             stats["timeouts"].append(sum(t.timed_out for t in traj.turns))
             stats["format_errors"].append(traj.format_errors)
@@ -197,7 +201,8 @@ def build_dataset(tasks: list):
     return Dataset.from_list(rows)
 
 
-def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
+def main(script_args: GRPOScriptArguments, training_args, model_args, reward_funcs: list | None = None) -> dict:
+    """Train; `reward_funcs` replaces the Scorer (scripts/paper_path_check.py: random weights state no facts)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
@@ -253,7 +258,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype)
     trainer = grpo_trainer_class()(
         model=model,
-        reward_funcs=[scorer],
+        reward_funcs=reward_funcs or [scorer],
         args=training_args,
         train_dataset=build_dataset(tasks),
         processing_class=tokenizer,
