@@ -216,6 +216,7 @@ def served_subagent(spec: dict, log_dir: Path) -> Iterator:
         log_dir=log_dir,
         max_new_tokens=spec.get("max_new_tokens", 256),
         max_model_len=spec.get("max_model_len"),
+        enable_thinking=spec.get("enable_thinking"),
         **options,
     ) as policy:
         yield policy

@@ -66,8 +66,10 @@ class TransformersGenerator:
         temperature: float = 0.0,
         name: str = "",
         lock: threading.Lock | None = None,
+        chat_kwargs: dict | None = None,
     ) -> None:
         self.model, self.tokenizer = model, tokenizer
+        self.chat_kwargs = chat_kwargs  # over terminus.agent.template.CHAT_KWARGS (thinking off)
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
         self.name = name or f"transformers:{getattr(model, 'name_or_path', 'model')}"
         self.lock = lock or threading.Lock()
@@ -81,7 +83,8 @@ class TransformersGenerator:
         import torch
 
         if prompts is None:
-            prompts = [encode(self.tokenizer, c, t) for c, t in zip(conversations, tools, strict=True)]
+            pairs = zip(conversations, tools, strict=True)
+            prompts = [encode(self.tokenizer, c, t, self.chat_kwargs) for c, t in pairs]
         width = max(len(p) for p in prompts)
         device = next(self.model.parameters()).device
         input_ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in prompts], device=device)
@@ -126,6 +129,7 @@ class TRLVLLMGenerator:
         self.tokenizer = trainer.processing_class
         self.max_new_tokens = max_new_tokens
         self.name = f"trl-vllm:{trainer.vllm_generation.mode}"
+        self.chat_kwargs = trainer.chat_template_kwargs  # the recipe's (enable_thinking)
         # the engine's context (vllm_max_model_length, else the model's): a longer prompt fails the whole call
         self.max_model_len = trainer.args.vllm_max_model_length or trainer.model.config.max_position_embeddings
 
@@ -133,7 +137,8 @@ class TRLVLLMGenerator:
         self, conversations: list[list[dict]], tools: list[list[dict]], prompts: list[list[int]] | None = None
     ) -> list[dict]:
         if prompts is None:
-            prompts = [encode(self.tokenizer, c, t) for c, t in zip(conversations, tools, strict=True)]
+            pairs = zip(conversations, tools, strict=True)
+            prompts = [encode(self.tokenizer, c, t, self.chat_kwargs) for c, t in pairs]
         episode_budget = self.vllm.max_completion_length
         self.vllm.max_completion_length = self.max_new_tokens
         try:

@@ -48,9 +48,16 @@ class TransformersPolicy:
     """Greedy (temperature 0) generation with the model's own chat template, tools included. Policies of the same
     model share one copy of it in the process, and generate one at a time through its generator's lock."""
 
-    def __init__(self, model: str, max_new_tokens: int = 512, temperature: float = 0.0, device: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        max_new_tokens: int = 512,
+        temperature: float = 0.0,
+        device: str | None = None,
+        enable_thinking: bool | None = None,
+    ):
         net, tokenizer = load_transformers(model, device)
-        self._init(net, tokenizer, f"transformers:{model}", max_new_tokens, temperature)
+        self._init(net, tokenizer, f"transformers:{model}", max_new_tokens, temperature, enable_thinking)
 
     @classmethod
     def from_objects(cls, model, tokenizer, name: str, max_new_tokens: int = 512, temperature: float = 0.0):
@@ -59,12 +66,17 @@ class TransformersPolicy:
         policy._init(model, tokenizer, name, max_new_tokens, temperature)
         return policy
 
-    def _init(self, model, tokenizer, name: str, max_new_tokens: int, temperature: float) -> None:
+    def _init(
+        self, model, tokenizer, name: str, max_new_tokens: int, temperature: float, enable_thinking: bool | None = None
+    ) -> None:
         from terminus.models.generate import TransformersGenerator
 
         self.name, self.model, self.tokenizer = name, model, tokenizer
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
-        self.generator = TransformersGenerator(model, tokenizer, max_new_tokens, temperature, name, model_lock(model))
+        thinking = {} if enable_thinking is None else {"enable_thinking": enable_thinking}
+        self.generator = TransformersGenerator(
+            model, tokenizer, max_new_tokens, temperature, name, model_lock(model), chat_kwargs=thinking
+        )
 
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
         reply = self.generator.generate([messages], [tools])[0]

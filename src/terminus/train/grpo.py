@@ -105,7 +105,14 @@ def make_generator(trainer, model, tokenizer, max_new_tokens: int):
 
     if trainer.args.use_vllm:
         return TRLVLLMGenerator(trainer, max_new_tokens)
-    return TransformersGenerator(model, tokenizer, max_new_tokens, temperature=trainer.args.temperature, name="grpo")
+    return TransformersGenerator(
+        model,
+        tokenizer,
+        max_new_tokens,
+        temperature=trainer.args.temperature,
+        name="grpo",
+        chat_kwargs=trainer.chat_template_kwargs,  # the recipe's enable_thinking
+    )
 
 
 def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments):
