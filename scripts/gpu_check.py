@@ -4,11 +4,23 @@
 1. two GRPO steps with the paper recipe (configs/grpo/qwen3-4b.yaml: LoRA, bf16, vLLM colocated, 8 generations,
    1,024 tokens a turn), rollouts batched through TRL's vLLM engine: step time, rollout tokens/s, peak memory;
 2. the same rollouts' generation one sequence at a time with transformers on the same GPU (`vllm_vs_sequential`);
-3. one short eval cell (execution benchmark) with the model served by vLLM's OpenAI server at concurrency 16.
+3. one short eval cell (execution benchmark) with the model served by vLLM's OpenAI server at concurrency 16, at a
+   `gpu_memory_utilization` computed from what is free once the earlier steps' memory is given back.
 
-Writes results/benchmarks/gpu_check.json. `--dry-run` checks everything that needs no GPU (the architecture's
-parameter count, the tokenizer's ids and chat template, the recipe and its overrides, the corpus, the eval cell's
-config) and writes nothing; the tests run it.
+Writes results/benchmarks/gpu_check.json after every step (atomically), so a step that fails or a job cut off
+keeps the steps before it; a failed step is recorded as its error and the next one runs. Between steps the models
+are dropped and the CUDA cache emptied, and the memory still in use is recorded.
+
+What the figures are, and are not: random weights never call the tool or answer, and rarely sample an end of turn,
+so every turn runs to its 1,024-token limit and an episode ends after a turn or two on a format error. The figures
+measure the machinery at that shape: vLLM's generation throughput for 32 sequences in lockstep, one update on
+episodes of ~1-3k tokens, the weight sync, peak memory at those lengths, the served cell's start-up and throughput.
+They are not a trained model's episodes (6-40k tokens over 8-10 turns, so peak memory of a real micro-batch is
+higher), and they hold no sandbox command time (no command runs), no judge time (`--use_llm_judge false`) and
+nothing about learning. The README's estimate scales them to real episodes.
+
+`--dry-run` checks everything that needs no GPU (the architecture's parameter count, the tokenizer's ids and chat
+template, the recipe and its overrides, the corpus, the eval cell's config) and writes nothing; the tests run it.
 
     python scripts/gpu_check.py --dry-run
     python scripts/gpu_check.py                  # on a GPU machine: about 10 minutes on one H200
@@ -17,14 +29,20 @@ config) and writes nothing; the tests run it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from terminus.io import write_json_atomic
+
+log = logging.getLogger("gpu_check")
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "benchmarks" / "gpu_check.json"
 RECIPE = ROOT / "configs" / "grpo" / "qwen3-4b.yaml"
@@ -62,7 +80,7 @@ def grpo_argv(model: str, tasks: Path, out: Path, steps: int, sandbox: str) -> l
     ]
 
 
-def eval_config(model: str, episodes: int) -> dict:
+def eval_config(model: str, episodes: int, gpu_memory_utilization: float | None = None) -> dict:
     from terminus.config import load_config
 
     config = load_config(ROOT / "configs" / "config.yaml")
@@ -79,6 +97,7 @@ def eval_config(model: str, episodes: int) -> dict:
                 "max_new_tokens": 1024,
                 "max_model_len": 32768,
             }
+            | ({"gpu_memory_utilization": gpu_memory_utilization} if gpu_memory_utilization else {})
         ],
     }
     return config
@@ -134,6 +153,37 @@ def sequential_tokens_per_s(model_dir: str, tasks: Path, episodes: int, max_new_
     }
 
 
+def run_steps(steps: list[tuple[str, Callable[[dict], dict]]], result: dict, out: Path) -> dict:
+    """Each step's figures under its name, the whole written to `out` (atomically) after every step; a step that
+    raises is recorded as its error, and the next one runs."""
+    write_json_atomic(out, result)
+    for name, step in steps:
+        start = time.perf_counter()
+        try:
+            result[name] = step(result)
+        except Exception as err:  # any failure of a step is a finding to record, and the next step may still run
+            log.exception("step %s failed", name)
+            result[name] = {"error": f"{type(err).__name__}: {err}"[:2000]}
+        result[name]["step_wall_s"] = round(time.perf_counter() - start, 1)
+        write_json_atomic(out, result)
+    return result
+
+
+def free_gpu() -> dict:
+    """Give back what the previous step held: the models the process keeps, then the allocator's cache."""
+    import gc
+
+    import torch
+
+    from terminus.models.local import unload_transformers
+
+    unload_transformers()
+    gc.collect()
+    torch.cuda.empty_cache()
+    free, total = torch.cuda.mem_get_info()
+    return {"free_gib": round(free / 2**30, 1), "total_gib": round(total / 2**30, 1)}
+
+
 def real_run(args) -> dict:
     import torch
 
@@ -141,6 +191,7 @@ def real_run(args) -> dict:
     from terminus.eval.grid import run_cell
     from terminus.io import read_jsonl
     from terminus.judge.scorer import Scorer
+    from terminus.models.serve import fitting_memory_fraction
     from terminus.tasks.record import load_tasks
     from terminus.train import grpo
     from terminus.train.arch import build_reference_model
@@ -148,55 +199,67 @@ def real_run(args) -> dict:
     if not torch.cuda.is_available():
         raise SystemExit("no GPU: run with --dry-run, or on a machine with one")
     root = Path(tempfile.mkdtemp(prefix="gpu-check-"))
-    result: dict = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__}
-    start = time.perf_counter()
-    result["architecture"] = build_reference_model(root / "model", device="cuda")
-    torch.cuda.empty_cache()
-    result["build_s"] = round(time.perf_counter() - start, 1)
-    tasks = corpus(root, args.repos)
+    model = str(root / "model")
+    state: dict = {}
 
-    torch.cuda.reset_peak_memory_stats()
-    start = time.perf_counter()
-    trained = grpo.main(*grpo.parse(grpo_argv(str(root / "model"), tasks, root / "grpo", args.steps, args.sandbox)))
-    grpo_s = time.perf_counter() - start
-    rows = [r for r in read_jsonl(root / "grpo" / "metrics.jsonl") if "episode/generated_tokens_per_s" in r]
-    result["grpo"] = {
-        "steps": args.steps,
-        "wall_s": round(grpo_s, 1),
-        "step_time_s": [r.get("step_time") for r in rows],
-        "rollout_tokens_per_s": round(statistics.fmean(r["episode/generated_tokens_per_s"] for r in rows), 1),
-        "generation_s_per_step": round(statistics.fmean(r["episode/generation_s"] for r in rows), 1),
-        "turns_per_episode": round(statistics.fmean(r["episode/turns"] for r in rows), 2),
-        "peak_torch_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1),
-        "model": trained.get("model"),
-    }
-    free, total = torch.cuda.mem_get_info()
-    result["grpo"]["device_memory_used_gib_after"] = round((total - free) / 2**30, 1)
+    def build(result: dict) -> dict:
+        start = time.perf_counter()
+        built = {"architecture": build_reference_model(root / "model", device="cuda")}
+        state["tasks"] = corpus(root, args.repos)
+        return built | {"build_s": round(time.perf_counter() - start, 1), "memory_after_free": free_gpu()}
 
-    sequential = sequential_tokens_per_s(str(root / "model"), tasks, 2, 256, args.sandbox)
-    result["sequential_transformers"] = sequential
-    result["vllm_vs_sequential"] = round(result["grpo"]["rollout_tokens_per_s"] / sequential["tokens_per_s"], 1)
+    def grpo_steps(result: dict) -> dict:
+        torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        trained = grpo.main(*grpo.parse(grpo_argv(model, state["tasks"], root / "grpo", args.steps, args.sandbox)))
+        grpo_s = time.perf_counter() - start
+        rows = [r for r in read_jsonl(root / "grpo" / "metrics.jsonl") if "episode/generated_tokens_per_s" in r]
+        figures = {
+            "steps": args.steps,
+            "wall_s": round(grpo_s, 1),
+            "step_time_s": [r.get("step_time") for r in rows],
+            "rollout_tokens_per_s": round(statistics.fmean(r["episode/generated_tokens_per_s"] for r in rows), 1),
+            "generation_s_per_step": round(statistics.fmean(r["episode/generation_s"] for r in rows), 1),
+            "turns_per_episode": round(statistics.fmean(r["episode/turns"] for r in rows), 2),
+            "peak_torch_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1),
+            "model": trained.get("model"),
+        }
+        del trained
+        # TRL's colocated engine is vLLM in this process: its model-parallel groups keep their buffers alive
+        with contextlib.suppress(ImportError):
+            from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
 
-    config = eval_config(str(root / "model"), 16)
-    task_map = {t.id: t for t in load_tasks(tasks)}
-    start = time.perf_counter()
-    (cell,) = cell_names(config["eval"])
-    records = run_cell(
-        config,
-        tasks,
-        root / "eval",
-        Scorer(tasks=task_map),
-        cell,
-        show_progress=False,
-    )
-    seconds = time.perf_counter() - start
-    result["served_eval_cell"] = {
-        "episodes": len(records),
-        "wall_s_with_server_start": round(seconds, 1),
-        "episodes_per_min": round(60 * len(records) / seconds, 1),
-        "concurrency": 16,
-    }
-    return result
+            destroy_model_parallel()
+            destroy_distributed_environment()
+        return figures | {"memory_after_free": free_gpu()}
+
+    def sequential(result: dict) -> dict:
+        figures = sequential_tokens_per_s(model, state["tasks"], 2, 256, args.sandbox)
+        rollout = (result.get("grpo") or {}).get("rollout_tokens_per_s")
+        if rollout:
+            figures["vllm_vs_sequential"] = round(rollout / figures["tokens_per_s"], 1)
+        return figures | {"memory_after_free": free_gpu()}
+
+    def served_cell(result: dict) -> dict:
+        fraction = fitting_memory_fraction()  # beside what this process still holds, not vLLM's default 0.9
+        config = eval_config(model, 16, fraction)
+        task_map = {t.id: t for t in load_tasks(state["tasks"])}
+        start = time.perf_counter()
+        (cell,) = cell_names(config["eval"])
+        records = run_cell(config, state["tasks"], root / "eval", Scorer(tasks=task_map), cell, show_progress=False)
+        seconds = time.perf_counter() - start
+        return {
+            "episodes": len(records),
+            "wall_s_with_server_start": round(seconds, 1),
+            "episodes_per_min": round(60 * len(records) / seconds, 1),
+            "concurrency": 16,
+            "gpu_memory_utilization": fraction,
+        }
+
+    result: dict = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "random_weights": True}
+    steps = [("build", build), ("grpo", grpo_steps), ("sequential_transformers", sequential)]
+    steps.append(("served_eval_cell", served_cell))
+    return run_steps(steps, result, args.out)
 
 
 def main() -> None:
@@ -212,9 +275,10 @@ def main() -> None:
         print(json.dumps(dry_run(args), indent=1))
         return
     result = real_run(args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
+    failed = [name for name, figures in result.items() if isinstance(figures, dict) and "error" in figures]
+    if failed:
+        raise SystemExit(f"steps failed: {', '.join(failed)} (their errors are in {args.out})")
 
 
 if __name__ == "__main__":

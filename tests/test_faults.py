@@ -112,3 +112,49 @@ def test_our_errors_are_one_line_and_bugs_keep_their_traceback():
     assert result.exit_code == 2 and result.output == "error: config x.yaml: key y is wrong; set it to z\n"
     result = CliRunner().invoke(demo, ["bug"])
     assert isinstance(result.exception, KeyError)  # not swallowed: a bug stays visible
+
+
+@pytest.mark.parametrize(
+    ("key", "entries", "named"),
+    [
+        ("subagents", [{"name": "none", "policy": "none"}, {"name": "s", "policy": "scripted"}] * 2, "named 'none'"),
+        ("main_agents", [{"name": "r", "kind": "reader"}, {"name": "r", "kind": "replay"}], "named 'r'"),
+        ("seeds", [0, 1, 0], "0 twice"),
+    ],
+)
+def test_repeated_eval_names_are_refused_in_one_line(tmp_path, key, entries, named):
+    """Two subagents of one name made two cells of one name, and one of them was silently dropped."""
+    path = _config(tmp_path, eval={key: entries})
+    with pytest.raises(ConfigError, match=rf"eval\.{key} has .*{named}"):
+        load_config(path)
+    result = CliRunner().invoke(app, ["eval", "--config", path, "--tasks", str(tmp_path / "t.jsonl")])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert f"eval.{key} has" in lines[0] and "unique" in lines[0]
+
+
+def _timeout_options(command, path=()) -> list[tuple[tuple[str, ...], str]]:
+    """(subcommand path, flag) of every option of every `terminus` command whose name says it is a timeout."""
+    found = []
+    for name, sub in getattr(command, "commands", {}).items():
+        found += _timeout_options(sub, (*path, name))
+    for param in getattr(command, "params", []):
+        if param.param_type_name == "option" and "timeout" in param.name:
+            found.append((path, param.opts[0]))
+    return found
+
+
+def test_every_timeout_option_refuses_non_positive_and_non_finite_values(tmp_path):
+    """`terminus run --timeout -5`, `0` or `nan` became a 0.1 s timeout; now each is one `error:` line."""
+    options = _timeout_options(typer.main.get_command(app))
+    assert {(("run",), "--timeout"), (("exec",), "--request-timeout"), (("mcp",), "--request-timeout")} <= set(options)
+    assert {(("serve",), "--startup-timeout"), (("eval",), "--request-timeout")} <= set(options)
+    runner = CliRunner()
+    for path, flag in options:
+        for value in ("-5", "0", "nan", "inf", "-inf"):
+            result = runner.invoke(app, [*path, flag, value])
+            lines = result.output.strip().splitlines()
+            assert result.exit_code == 2 and len(lines) == 1, (path, flag, value, result.output)
+            assert lines[0].startswith(f"error: {flag} {float(value):g} is not a timeout: give a finite number"), lines
+    done = runner.invoke(app, ["run", "--sandbox", "local", "--repo", str(tmp_path), "--timeout", "0.5", "sleep 3"])
+    assert done.exit_code == 0 and "timed out after 0.5" in done.output, done.output

@@ -13,12 +13,26 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import ClientSession, stdio_client
 
-from mcp_client import params, terminus_argv, text_of
+from mcp_client import (
+    RawHttpSession,
+    group_members,
+    http_server,
+    params,
+    pids_running,
+    printed_token,
+    process_group,
+    stop,
+    terminus_argv,
+    text_of,
+    wait_for,
+)
 from terminus.agent.parsing import parse_final_answer
 from terminus.judge.facts import check, observations_of
 from terminus.models.serve import free_port
+from terminus.sandbox.bwrap import bwrap_path
 from terminus.tasks.synthetic import TASK_TYPES, fix_for, generate
 
 QUERY = "Run the unit tests and tell me what fails and why."
@@ -255,7 +269,9 @@ def test_contract_newline_delimited_json_rpc_over_stdio(tmp_path):
         ]
         *notes, result = raw_subagent_call(proc, 3, progress_token="p1", wait=True)
         assert [n["method"] for n in notes] == ["notifications/progress"] * 2
-        assert notes[1]["params"] == {"progressToken": "p1", "progress": 2, "message": "$ python3 -m pytest -q 2>&1"}
+        progress = notes[1]["params"]
+        assert progress["progressToken"] == "p1" and progress["progress"] == 2
+        assert progress["message"].startswith("$ python3 -m pytest -q 2>&1")  # then the expert's toolchain line
         assert result["result"]["isError"] is False
         assert "tests/test_billing.py::test_apply_discount_typical" in result["result"]["content"][0]["text"]
         proc.stdin.close()  # a client that goes away ends the server
@@ -310,40 +326,31 @@ def test_sigterm_kills_the_running_commands_and_removes_the_sandboxes(tmp_path):
                 os.kill(test_pid, signal.SIGKILL)
 
 
-def test_streamable_http_on_localhost(tmp_path):
+def test_streamable_http_on_localhost_with_the_printed_token(tmp_path):
+    import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     failing_project(tmp_path / "repo")
-    port = free_port()
-    proc = subprocess.Popen(
-        terminus_argv("mcp", "--repo", str(tmp_path / "repo"), "--http", str(port)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    port, log = free_port(), tmp_path / "server.log"
+    proc = http_server(port, "--repo", str(tmp_path / "repo"), log=log)
 
-    async def session():
+    async def session(token: str):
+        headers = {"Authorization": f"Bearer {token}"}
         async with (
-            streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http,
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as (read, write),
             ClientSession(read, write) as client,
         ):
             await client.initialize()
             return await client.call_tool("execution_subagent", {"query": QUERY, "description": ""})
 
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                result = anyio.run(session)
-                break
-            except Exception:
-                assert proc.poll() is None, proc.stderr.read()
-                assert time.monotonic() < deadline, "the HTTP server did not come up"
-                time.sleep(0.5)
+        start = log.read_text().splitlines()
+        assert f"streamable HTTP at http://127.0.0.1:{port}/mcp (loopback only)" in start[0]
+        result = anyio.run(session, printed_token(log))
         assert not result.is_error and "1 failed, 8 passed" in text_of(result)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=20)
+        stop(proc)
 
 
 def test_a_bad_setting_is_a_one_line_error_at_start():
@@ -360,14 +367,43 @@ def test_a_bad_setting_is_a_one_line_error_at_start():
         assert expected in done.stderr and done.stderr.startswith("error: "), (args, done.stderr)
 
 
-def test_a_cancelled_call_starts_no_further_command(tmp_path):
-    repo, sandboxes, marker = tmp_path / "repo", tmp_path / "sandboxes", tmp_path / "tested"
-    repo.mkdir()
+# -- a call that ends before its answer stops its command and its sandbox -------------------------------------------
+
+STOPPED_WITHIN_S = 2.0
+NEEDS_BWRAP = pytest.mark.skipif(bwrap_path() is None, reason="bwrap missing")
+
+
+def sleeping_build(root: Path, tmp_path: Path) -> bytes:
+    """A project whose build (the expert's second command, `make`) sleeps for minutes: the command line of that
+    sleep, unique to this test, so /proc finds it and nothing else."""
+    seconds = f"{600 + int.from_bytes(os.urandom(2), 'big') % 1000}.{os.getpid() % 1000:03d}"
+    root.mkdir(parents=True)
+    (root / "Makefile").write_text(f"all:\n\tsleep {seconds}\n\ntest:\n\ttouch {tmp_path / 'tested'}\n")
+    return b"sleep\0" + seconds.encode() + b"\0"
+
+
+def running_group(needle: bytes) -> int:
+    """The process group of the sleeping build, once it runs."""
+    found: list[int] = []
+    wait_for(lambda: found.extend(pids_running(needle)) or found, 30, "the build never started")
+    return process_group(found[0])
+
+
+def assert_stopped(pgid: int, sandboxes: Path, needle: bytes) -> float:
+    """The build's whole process group is gone within STOPPED_WITHIN_S, and then its sandbox folder; returns the
+    seconds the group took."""
+    took = wait_for(lambda: not group_members(pgid), STOPPED_WITHIN_S, f"process group {pgid} still runs")
+    assert not pids_running(needle)
+    wait_for(lambda: not any(sandboxes.glob("terminus-run-*/ws-*")), 10, "the sandbox folder is still there")
+    return took
+
+
+@pytest.mark.parametrize("sandbox", ["local", pytest.param("bwrap", marks=NEEDS_BWRAP)])
+def test_a_cancelled_stdio_call_kills_its_command_and_starts_no_other(tmp_path, sandbox):
+    repo, sandboxes = tmp_path / "repo", tmp_path / "sandboxes"
+    needle = sleeping_build(repo, tmp_path)  # after `make`, the expert would run `make test`, leaving `tested`
     sandboxes.mkdir()
-    # The expert builds (`make`, 4 s here), then runs `make test`, which would leave the marker.
-    (repo / "Makefile").write_text(f"all:\n\tsleep 4\n\ntest:\n\ttouch {marker}\n")
-    env = os.environ | {"TMPDIR": str(sandboxes)}
-    proc = raw_server(["--repo", str(repo), "--sandbox", "local"], env)
+    proc = raw_server(["--repo", str(repo), "--sandbox", sandbox], os.environ | {"TMPDIR": str(sandboxes)})
     try:
         raw_initialize(proc)
         raw_subagent_call(proc, 2, progress_token="c")
@@ -376,16 +412,119 @@ def test_a_cancelled_call_starts_no_further_command(tmp_path):
             if message.get("method") == "notifications/progress" and message["params"]["progress"] == 2:
                 break
         assert message["params"]["message"].startswith("$ make")
+        pgid = running_group(needle)
         raw_exchange(proc, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+        assert_stopped(pgid, sandboxes, needle)
         started = time.monotonic()
         replies = raw_exchange(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, 3)
-        assert time.monotonic() - started < 2.0  # answered while the build still runs
+        assert time.monotonic() - started < 2.0  # the server goes on
         assert replies[-1]["result"]["tools"][0]["name"] == "execution_subagent"
-        deadline = time.monotonic() + 30
-        while any(sandboxes.glob("terminus-run-*/ws-*")):  # the episode ends after the build; its sandbox goes
-            assert time.monotonic() < deadline, "the cancelled episode's sandbox was never removed"
-            time.sleep(0.2)
-        assert not marker.exists(), "a command started after the call was cancelled"
+        time.sleep(1.0)
+        assert not (tmp_path / "tested").exists(), "a command started after the call was cancelled"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("how", ["cancel", "disconnect", "delete"])
+def test_an_http_call_given_up_stops_its_command_and_sandbox(tmp_path, how):
+    """notifications/cancelled, a dropped connection and a session DELETE each kill the running command's process
+    group within 2 s and remove its sandbox; the server goes on serving."""
+    repo, sandboxes, log = tmp_path / "repo", tmp_path / "sandboxes", tmp_path / "server.log"
+    needle = sleeping_build(repo, tmp_path)
+    sandboxes.mkdir()
+    port = free_port()
+    proc = http_server(port, "--repo", str(repo), log=log, env={"TMPDIR": str(sandboxes)})
+    try:
+        client = RawHttpSession(port, printed_token(log))
+        client.initialize()
+        with client.streaming_call(2, {"query": "build it", "description": ""}) as messages:
+            for message in messages:  # until the build is announced
+                if message.get("method") == "notifications/progress" and message["params"]["progress"] == 2:
+                    break
+            assert message["params"]["message"].startswith("$ make")
+            pgid = running_group(needle)
+            if how == "cancel":
+                sent = client.notify("notifications/cancelled", {"requestId": 2})
+                assert sent.status_code == 202
+            elif how == "delete":
+                assert client.delete().status_code == 200
+        # leaving the block closed the call's connection: for "disconnect", that is the whole signal
+        assert_stopped(pgid, sandboxes, needle)
+        assert not (tmp_path / "tested").exists(), "a command started after the call was given up"
+        assert proc.poll() is None
+        other = RawHttpSession(port, printed_token(log))
+        assert other.initialize()["result"]["serverInfo"]["name"] == "terminus"
+    finally:
+        stop(proc)
+
+
+def test_a_stdio_client_that_goes_away_mid_call_stops_its_command(tmp_path):
+    repo, sandboxes = tmp_path / "repo", tmp_path / "sandboxes"
+    needle = sleeping_build(repo, tmp_path)
+    sandboxes.mkdir()
+    proc = raw_server(["--repo", str(repo)], os.environ | {"TMPDIR": str(sandboxes)})
+    try:
+        raw_initialize(proc)
+        raw_subagent_call(proc, 2)
+        pgid = running_group(needle)
+        proc.stdin.close()  # the client exits
+        assert_stopped(pgid, sandboxes, needle)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_home_folder_is_never_copied_on_every_call(tmp_path):
+    """Started without --repo, the server works on the folder it starts in: that must be a git work tree (a client
+    started in a home folder would copy it whole on every call). A folder outside git is named with --repo, and
+    one over the copy cap is refused at start; one that grows past it while the server runs fails that call."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.txt").write_text("not a project\n")
+    with (home / "photos.bin").open("wb") as f:  # sparse: 250 MB by st_size, no disk
+        f.truncate(250_000_000)
+
+    def start(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            terminus_argv("mcp", *args), cwd=cwd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
+
+    for args, expected in [
+        ((), f"the current folder {home} is not a git work tree"),
+        (("--repo", str(home)), f"{home} holds more than 200 MB"),
+    ]:
+        done = start(*args, cwd=home)
+        assert done.returncode == 2 and done.stderr.startswith("error: "), done.stderr
+        assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "--max-copy-mb" in start("--repo", str(home), cwd=home).stderr
+
+    project = tmp_path / "project"  # outside git, named with --repo, under a 1 MB cap until it grows
+    failing_project(project)
+    proc = raw_server(["--repo", str(project), "--max-copy-mb", "1"], os.environ, stderr=subprocess.PIPE)
+    try:
+        raw_initialize(proc)
+        *_, first = raw_subagent_call(proc, 2, wait=True)
+        assert first["result"]["isError"] is False, first
+        with (project / "dataset.bin").open("wb") as f:
+            f.truncate(2_000_000)
+        *_, second = raw_subagent_call(proc, 3, wait=True)
+        text = second["result"]["content"][0]["text"]
+        assert second["result"]["isError"] is True and "holds more than 1 MB" in text and "--max-copy-mb" in text
+    finally:
+        proc.kill()
+        proc.wait()
+
+    checkout = tmp_path / "checkout"  # in a git work tree, no --repo is needed
+    failing_project(checkout)
+    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)
+    proc = subprocess.Popen(
+        terminus_argv("mcp"), cwd=checkout, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert raw_initialize(proc)["result"]["serverInfo"]["name"] == "terminus"
     finally:
         proc.kill()
         proc.wait()

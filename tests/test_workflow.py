@@ -50,7 +50,7 @@ def test_paper_dry_run_has_one_eval_job_per_cell():
     assert sorted(Path(j).stem for j in jobs) == sorted(names)
     # cells with a local-model subagent ask a GPU; endpoint-only cells do not
     gpu = re.findall(r"^rule eval_cell:.*?output: \S+/cells/(\S+)\.jsonl.*?resources: ([^\n]*)", text, re.M | re.S)
-    by_cell = {name: ("gpu=1" in res) for name, res in gpu}
+    by_cell = {name: bool(re.search(r"(?:^|, )gpu=1\b", res)) for name, res in gpu}
     assert by_cell["reader__terminus-4b__repair__0"] and not by_cell["reader__claude-sonnet__repair__0"]
 
 
@@ -93,3 +93,110 @@ def test_notebooks_regenerate_every_figure_from_cached_results(tmp_path):
         )
     figures = {p.stem for p in (tmp_path / "fig").glob("*.png")}
     assert figures == {"corpus", "training", "learning", "evaluation", "delegation", "case_study"}
+
+
+# The slurm profile against snakemake-executor-plugin-slurm as installed: the sbatch line each GPU job gets, built by
+# the plugin's own functions from the resources the paper dry run shows, and the names the profile uses.
+PROFILE = ROOT / "workflow/profiles/slurm/config.yaml"
+SNAKEMAKE_RESOURCES = {"mem_mb", "runtime", "tmpdir", "disk_mb", "gpu", "gpu_model"}
+
+
+class Resources(dict):
+    __getattr__ = dict.__getitem__
+
+
+def dry_run_jobs(*args: str) -> list[tuple[str, int, Resources]]:
+    """(rule, threads, resources) of every job a dry run lists."""
+    done = snakemake("-n", *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", done.stdout + done.stderr):
+        head = re.match(r"(?:local)?rule (\w+):", block)
+        res = re.search(r"^\s+resources: (.*)$", block, re.M)
+        if not head or not res:
+            continue
+        threads = re.search(r"^\s+threads: (\d+)", block, re.M)
+        values = Resources()
+        for pair in res.group(1).split(", "):
+            key, value = pair.split("=", 1)
+            values[key] = int(value) if value.isdigit() else value
+        jobs.append((head.group(1), int(threads.group(1)) if threads else 1, values))
+    return jobs
+
+
+def sbatch_line(threads: int, resources: Resources) -> str:
+    from types import SimpleNamespace
+
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    job = SimpleNamespace(threads=threads, resources=resources)
+    params = {"run_uuid": "u", "slurm_logfile": "log", "comment_str": "c", "account": "", "partition": ""}
+    return get_submit_command(job, params | {"workdir": None}) + set_gres_string(job)
+
+
+def test_every_gpu_job_asks_the_h200_and_cores_for_vllm():
+    jobs = dry_run_jobs("--profile", str(PROFILE.parent), "--configfile", "configs/paper.yaml")
+    gpu_rules = set()
+    for rule, threads, resources in jobs:
+        line = sbatch_line(threads, resources)
+        if not resources.get("gpu"):
+            assert "--gpus" not in line, (rule, line)
+            continue
+        gpu_rules.add(rule)
+        assert "--gpus=h200:1" in line or (rule == "eval_cell" and "--gpus=1" in line), (rule, line)
+        cpus = re.search(r"--cpus-per-(?:gpu|task)=(\d+)", line)
+        assert cpus and int(cpus.group(1)) >= 8, (rule, line)  # one core cannot compile vLLM's server in time
+    assert gpu_rules == {"sft", "export_sft", "grpo", "export", "training_summary", "eval_cell"}
+    runtimes = {rule: resources["runtime"] for rule, _, resources in jobs}
+    assert runtimes["grpo"] == 1440 and runtimes["eval_cell"] == 720
+
+
+def test_the_profile_names_only_resources_and_settings_the_slurm_plugin_reads():
+    import snakemake_executor_plugin_slurm
+    import snakemake_executor_plugin_slurm_jobstep
+    import yaml
+
+    sources = "".join(
+        p.read_text()
+        for module in (snakemake_executor_plugin_slurm, snakemake_executor_plugin_slurm_jobstep)
+        for p in Path(module.__file__).parent.glob("*.py")
+    )
+    read = set(re.findall(r"resources\.get\(\s*\"(\w+)\"", sources)) | set(re.findall(r"resources\.(\w+)", sources))
+    text = PROFILE.read_text()
+    # the keys a user fills in are commented out: uncomment them all and read the profile as YAML
+    setting = r'^(\s*)# ([a-z_-]+: (?:"[^"]*"|true|false|\d+))'
+    profile = yaml.safe_load(re.sub(setting, r"\1\2", text, flags=re.M))
+    keys = set(profile["default-resources"])
+    for rule in profile["set-resources"].values():
+        keys |= set(rule)
+    assert "qos" in keys and "slurm_qos" not in keys
+    assert keys <= read | SNAKEMAKE_RESOURCES, keys - read - SNAKEMAKE_RESOURCES
+    settings = {
+        f.name.replace("_", "-")
+        for f in snakemake_executor_plugin_slurm.ExecutorSettings.__dataclass_fields__.values()
+    }
+    for key in profile:
+        if key.startswith("slurm-"):
+            assert key.removeprefix("slurm-") in settings, key
+
+
+def test_the_readme_states_each_stages_slurm_runtime_as_the_rules_set_it():
+    """README "What it costs": each stage's time sits beside its `runtime`, which must be the one its jobs get."""
+    jobs = dry_run_jobs("--profile", str(PROFILE.parent), "--configfile", "configs/paper.yaml")
+    runtime = {rule: resources["runtime"] for rule, _, resources in jobs}
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| stage | GPUs | time (estimate) | `runtime` |") :].split("\n\n")[0].splitlines()[2:]
+    checked = set()
+    for row in table:
+        stage, _, _, minutes = (c.strip() for c in row.strip("|").split("|")[:4])
+        if stage == "total":
+            continue
+        stated = [int(n.replace(",", "")) for n in re.findall(r"^\d[\d,]*|(?<=, )\d[\d,]*", minutes)]
+        names = ["eval_cell"] if "eval cells" in stage else [name.strip() for name in stage.split(",")]
+        for name, value in zip(names, stated if len(stated) > 1 else stated * len(names), strict=True):
+            # `figure_*`: every rule of that prefix
+            for rule in sorted(r for r in runtime if r.startswith(name[:-1])) if name.endswith("*") else [name]:
+                assert runtime[rule] == value, (rule, runtime[rule], row)
+                checked.add(rule)
+    assert set(runtime) - {"all"} <= checked, set(runtime) - checked  # every rule of the paper run has its row

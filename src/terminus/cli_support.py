@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import math
 import traceback
+from collections.abc import Callable
 
 import typer
 from typer.core import TyperGroup
 
 from terminus.errors import TerminusError, debug_enabled
+from terminus.sandbox.copying import COPY_CAP_FLAG, DEFAULT_MAX_COPY_MB, MB
 
 REQUEST_TIMEOUT_HELP = "Seconds an endpoint may take to answer one request before it is retried."
 RETRIES_HELP = "Retries per endpoint call (429 honours Retry-After; 5xx, timeouts and unusable replies back off)."
 COPY_HELP = "git: the files git sees (tracked, untracked not ignored); all: every file. Special files never."
+COPY_CAP_HELP = (
+    "Largest folder (MB) copied whole into the sandbox: one that is not a git work tree, or any with --copy all "
+    "(a git work tree's listing is not capped). 0: no cap."
+)
 
 
 class OneLineErrors(TyperGroup):
@@ -26,6 +33,33 @@ class OneLineErrors(TyperGroup):
                 traceback.print_exc()
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
+
+
+def copy_cap_option(envvar: str | None = "TERMINUS_MAX_COPY_MB"):
+    """`--max-copy-mb` of the commands that copy a user's folder (`run`, `exec`, `mcp`)."""
+    return typer.Option(DEFAULT_MAX_COPY_MB, COPY_CAP_FLAG, min=0, envvar=envvar, help=COPY_CAP_HELP)
+
+
+def copy_cap_bytes(max_copy_mb: int) -> int | None:
+    return max_copy_mb * MB if max_copy_mb else None
+
+
+def seconds(minimum: float = 0.0) -> Callable:
+    """A timeout option's check: a finite number of seconds, above zero and at least `minimum`. (click's own
+    range check lets nan through, and prints a box rather than one line.)"""
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: float | None) -> float | None:
+        if value is None or ctx.resilient_parsing:
+            return value
+        if not math.isfinite(value) or value <= 0 or value < minimum:
+            least = f"at least {minimum:g}" if minimum > 0 else "above 0"
+            typer.echo(
+                f"error: {param.opts[0]} {value:g} is not a timeout: give a finite number of seconds {least}", err=True
+            )
+            raise typer.Exit(2)
+        return value
+
+    return check
 
 
 def endpoint_options(policy: str, request_timeout: float | None, max_retries: int | None, api_key: str | None) -> dict:

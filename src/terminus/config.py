@@ -72,6 +72,7 @@ def load_config(path: Path | str | None = None) -> dict:
             key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
             lines.append(f"  {key}: {err.message}")
         raise ConfigError(f"{path} does not match {SCHEMA.relative_to(ROOT)}:\n" + "\n".join(lines))
+    _check_unique(config, path)
     config = _fill_run(config, config["run"])
     # Hashed before paths become absolute, so the same config has the same hash on every machine and checkout.
     digest = _digest(config)
@@ -79,6 +80,23 @@ def load_config(path: Path | str | None = None) -> dict:
     config["_path"] = str(path)
     config["_hash"] = digest
     return config
+
+
+# Lists whose entries name the eval grid's cells (and so their record and prediction files): a repeat would make
+# two cells of one name, one of which is silently lost.
+UNIQUE_LISTS = (("main_agents", "name"), ("subagents", "name"), ("benchmarks", None), ("seeds", None))
+
+
+def _check_unique(config: dict, path: Path) -> None:
+    section = config.get("eval") or {}
+    for key, field in UNIQUE_LISTS:
+        seen = set()
+        for entry in section.get(key) or []:
+            value = entry.get(field) if field and isinstance(entry, dict) else entry
+            if value in seen:
+                what = f"two entries named {value!r}" if field else f"{value!r} twice"
+                raise ConfigError(f"{path}: eval.{key} has {what}; each must be unique (it names the eval cells)")
+            seen.add(value)
 
 
 def _fill_run(node, run: str):

@@ -8,6 +8,8 @@ vLLM load when their command runs.
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 import shlex
 import signal
 import sys
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import typer
 
+from terminus.cli_support import copy_cap_bytes, copy_cap_option, seconds
 from terminus.sandbox import BACKENDS
 
 POLICIES = ("scripted", "openai", "transformers", "vllm")
@@ -35,9 +38,10 @@ MCP_SETTINGS = {"auto_envvar_prefix": "TERMINUS_MCP"}
 
 def mcp_command(
     repo: Path = typer.Option(
-        Path("."),
+        None,
         help="Repository the subagent works on (a fresh copy per call, so it sees your latest edits; your tree is "
-        "never modified).",
+        "never modified). Default: the current folder, which must then be a git work tree.",
+        show_default=False,
     ),
     policy: str = typer.Option("scripted", help=" | ".join(POLICIES)),
     model: str = typer.Option(None, help="Served model name (openai) or hub id/folder."),
@@ -50,34 +54,46 @@ def mcp_command(
     sandbox: str = typer.Option(None, help=f"{' | '.join(BACKENDS)} (default: bwrap where installed)."),
     image: str = typer.Option(None, help="Image for --sandbox docker or apptainer."),
     max_turns: int = typer.Option(10, min=2, help="Turn limit per call."),
-    request_timeout: float = typer.Option(120.0, min=1.0, help="Seconds to wait for one model reply (openai)."),
+    request_timeout: float = typer.Option(
+        120.0, help="Seconds to wait for one model reply (openai).", callback=seconds(1.0)
+    ),
     trajectories: Path = typer.Option(
         None, help="Keep every call's trajectory in DIR/trajectories.jsonl (the record `terminus collect` writes)."
     ),
+    max_copy_mb: int = copy_cap_option(envvar=None),
     http: int = typer.Option(
-        None, min=1, max=65535, help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio."
+        None, min=1, max=65535, help="Serve streamable HTTP on HOST:PORT (path /mcp) instead of stdio."
+    ),
+    host: str = typer.Option("127.0.0.1", help="Address --http listens on (default: loopback only)."),
+    token_env: str = typer.Option(
+        None,
+        help="With --http: the variable holding the bearer token clients must send (default: a fresh token, "
+        "printed once on stderr at start).",
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log at INFO level."),
 ) -> None:
     """Serve the Execution Subagent to coding agents over MCP (stdio by default) as the tool `execution_subagent`.
 
     Every flag can also be set through the environment variable TERMINUS_MCP_<FLAG> (e.g. TERMINUS_MCP_POLICY),
-    for clients that only pass an environment. Logs go to stderr; stdout carries the protocol.
+    for clients that only pass an environment. Logs go to stderr; stdout carries the protocol. Over --http every
+    request needs the header `Authorization: Bearer <token>`.
     """
     if policy not in POLICIES:
         _fail(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    token = _http_token(http, token_env)
+    folder = _mcp_repo(repo, copy_cap_bytes(max_copy_mb))
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         stream=sys.stderr,
         format="terminus mcp %(levelname)s %(name)s: %(message)s",
     )
-    from terminus.mcp_server import ServerSettings, serve
+    from terminus.mcp_server import LOOPBACK, ServerSettings, serve
     from terminus.models.openai_compat import MissingKeyError, PolicyError
 
     settings = ServerSettings(
-        repo=repo.expanduser().resolve(),
+        repo=folder,
         policy=policy,
         model=model,
         base_url=base_url,
@@ -87,11 +103,66 @@ def mcp_command(
         max_turns=max_turns,
         request_timeout=request_timeout,
         trajectories=trajectories.expanduser().resolve() if trajectories else None,
+        max_copy_bytes=copy_cap_bytes(max_copy_mb),
     )
+
+    def announce() -> None:
+        where = "loopback only" if host in LOOPBACK else "REACHABLE FROM OTHER MACHINES; the token travels unencrypted"
+        typer.echo(f"terminus mcp: streamable HTTP at http://{_url_host(host)}:{http}/mcp ({where})", err=True)
+        if token_env:
+            typer.echo(f"terminus mcp: clients must send Authorization: Bearer <the value of ${token_env}>", err=True)
+        else:  # printed once, here; never logged
+            typer.echo(f"terminus mcp: clients must send Authorization: Bearer {token}", err=True)
+
     try:
-        serve(settings, http_port=http)
+        serve(settings, http_port=http, host=host, token=token, on_listening=announce)
     except (ValueError, PolicyError, MissingKeyError, OSError) as err:
         _fail(str(err))
+
+
+MIN_TOKEN_CHARS = 16
+
+
+def _http_token(http: int | None, token_env: str | None) -> str:
+    """The bearer token HTTP clients must send: the named variable's value, or a fresh random one."""
+    if http is None:
+        if token_env:
+            _fail("--token-env is for --http; over stdio the client owns the server process and needs no token")
+        return ""
+    if not token_env:
+        return secrets.token_urlsafe(32)
+    token = os.environ.get(token_env, "")
+    if not token.strip():
+        _fail(f"--token-env {token_env}: the variable is not set or empty; export it with the token clients will send")
+    if len(token) < MIN_TOKEN_CHARS or not token.isprintable() or token != token.strip():
+        _fail(
+            f"--token-env {token_env}: the token must be at least {MIN_TOKEN_CHARS} printable characters with no "
+            "surrounding spaces (e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    return token
+
+
+def _mcp_repo(repo: Path | None, max_copy_bytes: int | None) -> Path:
+    """The folder every call copies. Without --repo it is the current folder, which must be a git work tree: a
+    client started in a home folder must not copy it on every call. A folder copied whole is measured now."""
+    from terminus.sandbox.copying import CopyTooLargeError, check_copy_size, in_git_work_tree
+
+    folder = (repo or Path.cwd()).expanduser().resolve()
+    if repo is None and not in_git_work_tree(folder):
+        _fail(
+            f"the current folder {folder} is not a git work tree, and every call would copy it whole; name the "
+            "project with --repo DIR (or TERMINUS_MCP_REPO)"
+        )
+    if folder.is_dir():
+        try:
+            check_copy_size(folder, max_copy_bytes)
+        except CopyTooLargeError as err:
+            _fail(str(err))
+    return folder
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def use_lines(served_name: str, url: str) -> list[str]:
@@ -113,7 +184,9 @@ def serve_command(
         help="Jinja chat template (default: configs/agent/chat_template.jinja, the one every stage trains and "
         "serves with).",
     ),
-    startup_timeout: float = typer.Option(900.0, min=10.0, help="Seconds to wait for the server to be healthy."),
+    startup_timeout: float = typer.Option(
+        900.0, help="Seconds to wait for the server to be healthy.", callback=seconds(10.0)
+    ),
     log: Path = typer.Option(None, help="vLLM's log file (default: $TMPDIR/vllm-server-PORT.log)."),
 ) -> None:
     """Serve a checkpoint with vLLM's OpenAI-compatible server (hermes tool parser), print how to use it, and

@@ -7,14 +7,20 @@ calls run side by side and the server keeps answering. Each command the subagent
 progress notification; the final answer (Command/Summary pairs, then notes) comes back as text. Whatever goes
 wrong in a call (no query, no repository, no sandbox, no endpoint) comes back as the result's error content,
 and the server stays up.
+
+A call that ends before its answer (`notifications/cancelled`, a client that disconnects, a session DELETE, the
+server stopping) kills its running command and removes its sandbox at once. Over HTTP every request must carry
+`Authorization: Bearer <token>` (any local process can reach a loopback port; only the user holds the token).
 """
 
 from __future__ import annotations
 
-import contextlib
+import hmac
+import json
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 import uuid
@@ -72,6 +78,8 @@ class ServerSettings:
     """Seconds to wait for one model reply (openai policy)."""
     trajectories: Path | None = None
     """Folder for `trajectories.jsonl` (collect's record) and its `.timings.jsonl` sidecar; None: not kept."""
+    max_copy_bytes: int | None = None
+    """Cap on a repository copied whole (not a git work tree); None: no cap."""
 
 
 class EpisodeCancelled(RuntimeError):
@@ -180,7 +188,9 @@ class SubagentService:
             self._calls[call.id] = call
         try:
             try:
-                call.box = make_sandbox(self.backend, repo, **self.sandbox_options)
+                call.box = make_sandbox(
+                    self.backend, repo, max_copy_bytes=self.settings.max_copy_bytes, **self.sandbox_options
+                )
             except (SandboxError, OSError) as err:
                 return f"error: cannot start a {self.backend} sandbox over {repo}: {err}", True
             if call.cancelled.is_set():  # the server began stopping while the repository was being copied
@@ -209,15 +219,22 @@ class SubagentService:
         except OSError as err:  # the answer is still good; losing the record is the lesser harm
             log.error("could not save trajectory %s under %s: %s", traj.id, folder, err)
 
+    def cancel(self, call: _Call) -> None:
+        """Stop one episode: no further command, and its running command killed with its sandbox. The worker
+        thread then finds its command killed and the sandbox closed, and returns an answer nobody reads."""
+        call.cancelled.set()
+        if call.box is not None:
+            try:
+                call.box.close()
+            except Exception as err:  # the other calls and the server go on
+                log.error("could not close the sandbox of cancelled call %s: %s", call.id, err)
+
     def stop_all(self) -> None:
         """Stop every episode in flight: no new commands, and the running ones killed with their sandboxes."""
         with self._lock:
             calls = list(self._calls.values())
         for call in calls:
-            call.cancelled.set()
-            if call.box is not None:
-                with contextlib.suppress(Exception):
-                    call.box.close()
+            self.cancel(call)
 
 
 def crash_text(traj: Trajectory) -> str:
@@ -254,12 +271,15 @@ def build_server(service: SubagentService) -> MCPServer:
     ) -> CallToolResult:
         call = _Call(new_trajectory_id())
         try:
-            # abandon_on_cancel: a cancelled call returns at once; its episode starts no further command.
+            # abandon_on_cancel: a cancelled call (notifications/cancelled, a dropped connection, a deleted
+            # session, the server stopping) returns at once, and `cancel` kills its command and sandbox.
             text, failed = await anyio.to_thread.run_sync(
                 service.call, query, description, _progress(ctx), call, abandon_on_cancel=True
             )
         except anyio.get_cancelled_exc_class():
-            call.cancelled.set()
+            # Closing kills the command, then removes the workspace (seconds for a large one): not on the event
+            # loop, which keeps serving the other calls.
+            threading.Thread(target=service.cancel, args=(call,), name=f"cancel-{call.id}", daemon=True).start()
             raise
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=failed)
 
@@ -267,12 +287,182 @@ def build_server(service: SubagentService) -> MCPServer:
     return server
 
 
-def serve(settings: ServerSettings, http_port: int | None = None) -> None:
-    """Serve until the client closes stdin, or a SIGTERM/SIGINT; then stop what is still running."""
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class BearerTokenRequired:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`; anything else is a 401
+    before the MCP app sees it. Lifespan events pass through (the app's session manager starts in them)."""
+
+    def __init__(self, app, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and not self._authorized(scope):
+            body = b'{"error": "unauthorized: send Authorization: Bearer <the token terminus mcp printed>"}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"www-authenticate", b'Bearer realm="terminus mcp"'),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope) -> bool:
+        given = [value for name, value in scope.get("headers", []) if name.lower() == b"authorization"]
+        if len(given) != 1:
+            return False
+        scheme, _, credential = given[0].partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token)
+
+
+MAX_PARSED_BODY = 1 << 20  # a tools/call is a query and a description: larger bodies pass through unread
+
+
+class CancelOnDisconnect:
+    """ASGI middleware: a client that drops a request's connection before its response is complete has given
+    up on it, but the MCP SDK keeps running the handler (and its sandbox) to the end. Here the request's own
+    session is sent `notifications/cancelled` for it, the protocol's cancellation, as if the client had sent it."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        buffered, more = [], True
+        size = 0
+        while more and size <= MAX_PARSED_BODY:
+            message = await receive()
+            buffered.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            more = message.get("more_body", False)
+        request_id = None if more else _request_id(b"".join(m.get("body", b"") for m in buffered))
+        state = {"disconnected": False, "complete": False}
+
+        async def replay():
+            if buffered:
+                return buffered.pop(0)
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                state["disconnected"] = True
+            return message
+
+        async def watch_send(message) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                state["complete"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, replay, watch_send)
+        finally:
+            if state["disconnected"] and not state["complete"] and request_id is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._cancel(scope, request_id)
+
+    async def _cancel(self, scope, request_id) -> None:
+        session = dict(scope["headers"]).get(b"mcp-session-id")
+        if session is None:
+            return
+        log.info("the client dropped request %s of session %s: cancelling it", request_id, session.decode())
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": request_id, "reason": "the client disconnected"},
+            }
+        ).encode()
+        replaced = (b"content-length", b"content-type", b"accept")
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in replaced]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        delivered = False
+
+        async def receive():
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.disconnect"}
+
+        async def discard(message) -> None:
+            pass
+
+        try:
+            await self.app(dict(scope, headers=headers), receive, discard)
+        except Exception as err:  # the session may be gone already; then so is the call
+            log.warning("could not cancel request %s after the client disconnected: %s", request_id, err)
+
+
+def _request_id(body: bytes):
+    """The JSON-RPC id of a request that may be cancelled (not `initialize`), else None."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("method") in (None, "initialize"):
+        return None
+    request_id = message.get("id")
+    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The HTTP transport's socket, bound before anything is announced: a taken port is one clear error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        raise OSError(f"cannot listen on {host} port {port} ({err.strerror}); choose another --http PORT") from None
+    sock.listen(128)
+    return sock
+
+
+def serve_http(server: MCPServer, sock: socket.socket, token: str) -> None:
+    """Streamable HTTP on the bound socket, path /mcp, behind the bearer token; a dropped call is cancelled."""
+    import uvicorn
+
+    host = sock.getsockname()[0]
+    app = BearerTokenRequired(CancelOnDisconnect(server.streamable_http_app(host=host)), token)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
+
+
+def serve(
+    settings: ServerSettings,
+    http_port: int | None = None,
+    host: str = "127.0.0.1",
+    token: str = "",
+    on_listening: Callable[[], None] | None = None,
+) -> None:
+    """Serve until the client closes stdin, or a SIGTERM/SIGINT; then stop what is still running. Over HTTP
+    (`http_port`), every request needs `token` (see `BearerTokenRequired`); `on_listening` runs once the port is
+    bound."""
+    if http_port is not None and not token:
+        raise ValueError("the HTTP transport needs a token")
     service = SubagentService(settings, make_server_policy(settings))
     server = build_server(service)
     if not settings.repo.is_dir():
         log.warning("the repository %s does not exist; every call will say so until it does", settings.repo)
+    sock = listen(host, http_port) if http_port is not None else None
+    if sock is not None and on_listening is not None:
+        on_listening()
 
     def stop(signum, frame) -> None:
         # Kill the commands and remove the sandboxes, then leave at once: a graceful exit would wait for the
@@ -287,6 +477,6 @@ def serve(settings: ServerSettings, http_port: int | None = None) -> None:
         if http_port is None:
             server.run("stdio")
         else:
-            server.run("streamable-http", host="127.0.0.1", port=http_port)
+            serve_http(server, sock, token)
     finally:
         service.stop_all()

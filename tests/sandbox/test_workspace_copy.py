@@ -150,3 +150,66 @@ def test_a_forked_child_leaves_its_parents_root_alone(tmp_path):
     root, alive = done.stdout.split()
     assert alive == "True", done.stderr
     assert not Path(root).exists()  # and the owner removed it when it exited
+
+
+# -- a folder copied whole is capped (issue 26) --------------------------------------------------------------------
+
+
+def sized_folder(root: Path, megabytes: float) -> Path:
+    """A folder that is no git work tree, holding `megabytes` MB in one sparse file (no disk used) and a note."""
+    root.mkdir(parents=True)
+    (root / "notes.txt").write_text("hello\n")
+    with (root / "data.bin").open("wb") as f:
+        f.truncate(int(megabytes * 1_000_000))
+    return root
+
+
+def one_line_error(result) -> str:
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+def test_a_folder_over_the_copy_cap_is_refused_with_the_size_and_the_flag(tmp_path, monkeypatch):
+    before = set(tmproot.run_root().iterdir())
+    home = sized_folder(tmp_path / "home", 250)  # like a home folder: no git, over the default 200 MB
+    runner = CliRunner()
+    for command in (
+        ["run", "--sandbox", "local", "--repo", str(home), "ls"],
+        ["exec", "--sandbox", "local", "--repo", str(home), "--query", "run the tests"],
+    ):
+        line = one_line_error(runner.invoke(app, command))
+        assert f"{home} holds more than 200 MB" in line and "--max-copy-mb" in line, line
+    small = sized_folder(tmp_path / "small", 3)
+    line = one_line_error(
+        runner.invoke(app, ["run", "--sandbox", "local", "--repo", str(small), "--max-copy-mb", "2", "ls"])
+    )
+    assert "more than 2 MB" in line and "(not a git work tree)" in line
+    monkeypatch.setenv("TERMINUS_MAX_COPY_MB", "2")
+    assert runner.invoke(app, ["run", "--sandbox", "local", "--repo", str(small), "ls"]).exit_code == 2
+    lifted = runner.invoke(
+        app, ["run", "--sandbox", "local", "--repo", str(small), "--max-copy-mb", "4", "ls -s data.bin"]
+    )
+    assert lifted.exit_code == 0 and "data.bin" in lifted.output, lifted.output
+    assert set(tmproot.run_root().iterdir()) == before  # a refused copy leaves no workspace behind
+
+
+def test_links_are_not_followed_and_a_git_work_tree_is_not_capped(tmp_path, checkout):
+    big = sized_folder(tmp_path / "big", 3)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "data.bin").symlink_to(big / "data.bin")  # 3 MB behind a link: not this folder's
+    (linked / "cache").symlink_to(big)
+    runner = CliRunner()
+    done = runner.invoke(app, ["run", "--sandbox", "local", "--repo", str(linked), "--max-copy-mb", "1", "ls"])
+    assert done.exit_code == 0, done.output
+    with (checkout / "notes.bin").open("wb") as f:  # untracked, not ignored: git sees it
+        f.truncate(3_000_000)
+    done = runner.invoke(app, ["run", "--sandbox", "local", "--repo", str(checkout), "--max-copy-mb", "1", "ls"])
+    assert done.exit_code == 0 and "notes.bin" in done.output, done.output
+    line = one_line_error(
+        runner.invoke(
+            app, ["run", "--sandbox", "local", "--repo", str(checkout), "--copy", "all", "--max-copy-mb", "1", "ls"]
+        )
+    )
+    assert "more than 1 MB" in line and "(--copy all)" in line

@@ -59,6 +59,12 @@ LEDGER_P2P = [
     "tests/test_money.py::test_discount_whole",
 ]
 HOST_IMAGE = "terminus-sandbox:host"
+SHAPES_F2P = ["tests/test_scale.py::test_scale_mirror", "tests/test_scale.py::test_scale_zero_message"]
+SHAPES_P2P = [
+    "tests/test_scale.py::test_scale_up",
+    "tests/test_scale.py::test_fixture_bytes",
+    "tests/test_scale.py::test_check_script_runs",
+]
 
 
 def rows(built: dict[str, dict]) -> dict[str, list[dict]]:
@@ -140,11 +146,48 @@ def rows(built: dict[str, dict]) -> dict[str, list[dict]]:
         "meta": {"num_modified_files": 1},
         "repo_path": "git/slugify",
     }
-    return {"verified": [verified, broken], "pro": [pro], "rebench-v2": [rebench]}
+    shapes = built["shapes"]
+    # SWE-bench Lite's schema as published (no language, no image): a test patch that renames a test file (with
+    # edits), deletes one, makes a script executable and changes a binary data file.
+    lite = {
+        "repo": "acme/shapes",
+        "instance_id": "acme__shapes-3",
+        "base_commit": shapes["base"],
+        "patch": shapes["gold"],
+        "test_patch": shapes["test"],
+        "problem_statement": "scale([1, -2], -1) raises 'factor must be positive'; a negative factor should "
+        "mirror the values. Only a factor of zero is wrong, and its error should say so.",
+        "hints_text": "",
+        "created_at": "2024-01-01T00:00:00Z",
+        "version": "0.1",
+        "FAIL_TO_PASS": json.dumps(SHAPES_F2P),
+        "PASS_TO_PASS": json.dumps(SHAPES_P2P),
+        "environment_setup_commit": shapes["base"],
+        "repo_path": "git/shapes",
+        "test_cmd": "python -m pytest -rA -p no:cacheprovider {test_files}",
+        "log_parser": "pytest",
+    }
+    # Its test command cannot start (no such program): exit status 127 and nothing to parse.
+    cannot_start = {**lite, "instance_id": "acme__shapes-4", "test_cmd": "no-such-pytest -rA {test_files}"}
+    # Its environment imports the unpatched original from outside the workspace, as an environment with the
+    # repository pip-installed would: a copy of the base commit's package on PYTHONPATH, and `-P` keeps the
+    # working directory off sys.path (as the `pytest` script does).
+    installed = {
+        **lite,
+        "instance_id": "acme__shapes-5",
+        "test_cmd": 'mkdir -p "$TMPDIR/site" && git archive HEAD shapes | tar -x -C "$TMPDIR/site" && '
+        'PYTHONPATH="$TMPDIR/site" python -P -m pytest -rA -p no:cacheprovider {test_files}',
+    }
+    return {
+        "verified": [verified, broken],
+        "pro": [pro],
+        "rebench-v2": [rebench],
+        "lite": [lite, cannot_start, installed],
+    }
 
 
 def build_all(root: Path) -> dict[str, dict]:
-    return {name: build(name, root / "git" / name) for name in ("ledger", "units", "slugify")}
+    return {name: build(name, root / "git" / name) for name in ("ledger", "units", "slugify", "shapes")}
 
 
 if __name__ == "__main__":  # rewrite the committed rows after editing a repository under tests/data/swe/repos

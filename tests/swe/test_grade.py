@@ -114,6 +114,8 @@ def test_grade_command_writes_the_report(swe_data, tmp_path):
             "resolved": True,
             "fail_to_pass": {"passed": 2, "failed": 0},
             "pass_to_pass": {"passed": 3, "failed": 0},
+            "patch_applied": True,
+            "error": None,
         }
     }
     bad = tmp_path / "bad.jsonl"

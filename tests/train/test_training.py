@@ -81,7 +81,7 @@ def test_sft_with_lora_changes_only_the_adapter_and_export_merges_it(tiny_model,
     merged, base = params(tmp_path / "merged"), params(tiny_model)
     moved = [k for k in base if not torch.equal(base[k], merged[k])]
     assert moved and all(("q_proj" in k or "v_proj" in k) for k in moved)
-    assert (tmp_path / "merged" / "README.md").is_file() and len(check["transformers"]) == 16
+    assert (tmp_path / "merged" / "README.md").is_file() and check["match"] is None  # --no-vllm: no parity check
 
 
 @pytest.mark.slow

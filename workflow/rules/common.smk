@@ -63,6 +63,15 @@ def base_model() -> str:
     return f"{RUN}/models/base" if is_tiny() else config["model"]["base"]
 
 
+def training_retries() -> int:
+    """How many times a failed training job is submitted again. At paper scale a job is cut off at its slurm time
+    limit (GRPO: 1-4 jobs of 24 h, README "What it costs"), which Snakemake sees as a failure: each new submission
+    resumes from the last checkpoint and its curve continues (the trainer's log is not a declared output, so the
+    deletion of a failed job's outputs leaves it). The tiny model's runs take minutes on one machine, where a failure
+    is a bug to read, not a time limit."""
+    return 0 if is_tiny() else 3
+
+
 def base_model_input() -> list[str]:
     return [f"{RUN}/models/base"] if is_tiny() else []
 

@@ -18,6 +18,7 @@ rule eval_cell:
         ENV
     resources:
         gpu=cell_gpus,
+        cpus_per_gpu=16,  # GPU cells only (the slurm plugin reads it for GPU jobs): vLLM's server compiles on them
         mem_mb=cell_mem_mb,
         runtime=720,
     shell:

@@ -11,6 +11,7 @@ rule export_sft:
         ENV
     resources:
         gpu=1,
+        cpus_per_gpu=8,  # without it the slurm plugin asks --cpus-per-task=<threads> (1): merging and vLLM's start
         mem_mb=32000,
         runtime=60,
     shell:
@@ -32,6 +33,7 @@ rule export:
         ENV
     resources:
         gpu=1,
+        cpus_per_gpu=8,  # without it the slurm plugin asks --cpus-per-task=<threads> (1): merging and vLLM's start
         mem_mb=32000,
         runtime=60,
     shell:
@@ -56,14 +58,23 @@ rule training_summary:
         base=base_model_param,
         config=CONFIG_FILE,
         tokens=config["model"]["summary_max_new_tokens"],
+        policy=config["model"]["summary_policy"],
+        concurrency=config["eval"]["concurrency"],
     threads: 2
     conda:
         ENV
+    retries: training_retries()  # its episodes are kept (training/held_out_*.jsonl, not outputs): a rerun resumes
     resources:
         gpu=1,
+        cpus_per_gpu=16,  # a vLLM server per model (its compilation, its engine) beside the concurrent episodes
         mem_mb=32000,
-        runtime=240,
+        # Paper scale, served (model.summary_policy: vllm) at eval.concurrency 16: ~1.2k test tasks a model at 1-5
+        # min an episode (8-10 turns of up to 1,024 tokens at ~100 tokens/s, commands 1-40 s) is 1,200 / 16 x 1-5 =
+        # 75-375 min, plus ~5 min to start its server: 4-19 h for the three models. Measured at smoke scale (30
+        # test tasks, 2 CPU cores): 225 episodes/min served at concurrency 16 after a 34 s start, against 29 a
+        # minute through transformers at concurrency 2 (README, "What it costs").
+        runtime=1440,
     shell:
         "terminus training-summary --tasks {input.tasks} --base {params.base} --sft {input.sft} --grpo {input.grpo} "
         "--grpo-metrics {input.metrics} --out {output} --config {params.config} --max-new-tokens {params.tokens} "
-        "--concurrency {threads} > {log} 2>&1"
+        "--policy {params.policy} --concurrency {params.concurrency} > {log} 2>&1"

@@ -18,6 +18,7 @@ rule grpo:
         seed=config["seed"],
     conda:
         ENV
+    retries: training_retries()
     resources:
         gpu=1,
         cpus_per_gpu=16,

@@ -37,6 +37,7 @@ rule sft:
         seed=config["seed"],
     conda:
         ENV
+    retries: training_retries()
     resources:
         gpu=1,
         cpus_per_gpu=8,

@@ -62,7 +62,7 @@ def parse_arguments(arguments: object, max_timeout_ms: int) -> TerminalCall:
 # these same templates, so the format lives here only.
 EXIT_STATUS = "[exit code {exit_code}]"
 TIMEOUT_STATUS = "[command timed out after {seconds:.1f} s and was killed]"
-CAPPED_STATUS = "[command killed after writing {size} bytes; exit code {exit_code}]"
+CAPPED_STATUS = "[command killed after writing {size} bytes; it did not finish]"
 
 
 def observation(result: CommandResult) -> str:
@@ -71,7 +71,7 @@ def observation(result: CommandResult) -> str:
     if result.timed_out:
         status = TIMEOUT_STATUS.format(seconds=result.duration_s)
     elif result.output_capped:
-        status = CAPPED_STATUS.format(size=result.output_bytes, exit_code=result.exit_code)
+        status = CAPPED_STATUS.format(size=result.output_bytes)
     else:
         status = EXIT_STATUS.format(exit_code=result.exit_code)
     return f"{text}\n{status}" if text else status

@@ -8,7 +8,15 @@ from pathlib import Path
 import typer
 
 from terminus.cli import BACKENDS, _fail, app
-from terminus.cli_support import COPY_HELP, REQUEST_TIMEOUT_HELP, RETRIES_HELP, endpoint_options
+from terminus.cli_support import (
+    COPY_HELP,
+    REQUEST_TIMEOUT_HELP,
+    RETRIES_HELP,
+    copy_cap_bytes,
+    copy_cap_option,
+    endpoint_options,
+    seconds,
+)
 from terminus.config import ROOT
 from terminus.sandbox import SandboxError, default_backend, make_sandbox
 
@@ -20,8 +28,9 @@ def run_command(
     command: str = typer.Argument(..., help="Shell command to run in the sandbox."),
     repo: Path = typer.Option(Path("."), help="Repository to copy into the sandbox's workspace."),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
-    timeout: float = typer.Option(60.0, help="Seconds before the command is killed."),
+    timeout: float = typer.Option(60.0, help="Seconds before the command is killed.", callback=seconds()),
     copy: str = typer.Option("git", help=COPY_HELP),
+    max_copy_mb: int = copy_cap_option(),
 ) -> None:
     """Run one command in a sandbox over a copy of REPO and print what the terminal tool returns."""
     from terminus.agent.terminal import observation
@@ -29,7 +38,7 @@ def run_command(
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     try:
-        with make_sandbox(sandbox, repo, copy=copy) as box:
+        with make_sandbox(sandbox, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
             typer.echo(observation(box.run(command, timeout)))
     except SandboxError as err:
         _fail(str(err))
@@ -70,12 +79,13 @@ def exec_subagent(
     model: str = typer.Option(None, help="Hub id or model folder (transformers, vllm) or served model (openai)."),
     base_url: str = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
     api_key_env: str = typer.Option(None, help="Environment variable holding the endpoint's API key."),
-    request_timeout: float = typer.Option(120.0, min=0.1, help=REQUEST_TIMEOUT_HELP),
+    request_timeout: float = typer.Option(120.0, help=REQUEST_TIMEOUT_HELP, callback=seconds(0.1)),
     max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     max_turns: int = typer.Option(10, min=1, help="Turn limit; the last turn must give the final answer."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole trajectory record as JSON."),
     copy: str = typer.Option("git", help=COPY_HELP),
+    max_copy_mb: int = copy_cap_option(),
 ) -> None:
     """Run the Execution Subagent on any directory and print its final answer and notes."""
 
@@ -97,7 +107,7 @@ def exec_subagent(
     except (ValueError, PolicyError, OSError) as err:
         _fail(str(err))
     try:
-        with make_sandbox(sandbox, repo, copy=copy) as box:
+        with make_sandbox(sandbox, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
             traj = ExecutionSubagent(agent_policy, box, AgentConfig(max_turns=max_turns)).run(query, description)
     except SandboxError as err:
         _fail(str(err))

@@ -14,6 +14,7 @@ from terminus.cli_support import (
     RETRY_FAILED_HELP,
     endpoint_options,
     outcome_line,
+    seconds,
 )
 
 
@@ -79,7 +80,7 @@ def collect_command(
     concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
     max_turns: int = typer.Option(10, min=2, help="Turn limit per episode."),
     config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),
-    request_timeout: float = typer.Option(120.0, min=0.1, help=REQUEST_TIMEOUT_HELP),
+    request_timeout: float = typer.Option(120.0, help=REQUEST_TIMEOUT_HELP, callback=seconds(0.1)),
     max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
     retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=RETRY_FAILED_HELP),
     force: bool = typer.Option(False, help=FORCE_HELP),

@@ -14,6 +14,7 @@ from terminus.cli_support import (
     RETRIES_HELP,
     RETRY_FAILED_HELP,
     override_endpoint_limits,
+    seconds,
 )
 from terminus.judge.setup import judge_from_config
 
@@ -28,7 +29,9 @@ def eval_command(
         [], help="Run only this cell, <main>__<sub>__<bench>__<seed> (repeatable); `terminus eval-summary` merges."
     ),
     no_llm: bool = typer.Option(False, "--no-llm", help="Score the execution benchmark with the fact checker only."),
-    request_timeout: float = typer.Option(None, min=0.1, help=f"{REQUEST_TIMEOUT_HELP} Default: config's."),
+    request_timeout: float = typer.Option(
+        None, help=f"{REQUEST_TIMEOUT_HELP} Default: config's.", callback=seconds(0.1)
+    ),
     max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
     retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=RETRY_FAILED_HELP),
     force: bool = typer.Option(False, help=FORCE_HELP),

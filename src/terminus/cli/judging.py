@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from terminus.cli import _config, _fail, app
-from terminus.cli_support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits
+from terminus.cli_support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
 from terminus.judge.setup import judge_from_config
 
 
@@ -20,7 +20,9 @@ def judge_command(
     references: Path = typer.Option(None, help="Reference trajectories (e.g. the expert's), keyed by task."),
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Fact checker only, even if the config names a judge."),
-    request_timeout: float = typer.Option(None, min=0.1, help=f"{REQUEST_TIMEOUT_HELP} Default: config's."),
+    request_timeout: float = typer.Option(
+        None, help=f"{REQUEST_TIMEOUT_HELP} Default: config's.", callback=seconds(0.1)
+    ),
     max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
 ) -> None:
     """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""

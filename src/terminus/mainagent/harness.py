@@ -25,6 +25,7 @@ from terminus.errors import TerminusError, debug_enabled
 from terminus.mainagent.submit import tree_diff
 from terminus.mainagent.tokens import TokenCounter
 from terminus.sandbox import Limits, OutsideWorkspaceError, SandboxError, make_sandbox
+from terminus.sandbox.copying import copy_repository
 from terminus.sandbox.tmproot import run_root
 from terminus.timing import normalise_timing
 
@@ -307,9 +308,9 @@ def run_main_agent(
         bench = Workbench(box, backend, subagent_policy, subagent_turns)
         brain.prepare(task) if hasattr(brain, "prepare") else None
         result = MainAgentLoop(brain, counter, max_turns).run(bench, task_description(task), episode_id)
-        import shutil
-
-        shutil.copytree(box.workspace, keep / "repo", symlinks=True, dirs_exist_ok=True)
+        # The sandbox wrote this tree: links are copied as links and special files (a FIFO would block the copy)
+        # skipped, never followed; no git runs in it (its .git/config is the agent's).
+        copy_repository(Path(box.workspace), keep / "repo", mode="all")
     result.diff = tree_diff(task.workspace_path(tasks_file), keep / "repo")
     result.per_turn.append({"wall_s": round(time.perf_counter() - start, 3)})
     return result, keep / "repo"

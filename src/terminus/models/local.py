@@ -44,6 +44,16 @@ def load_transformers(model: str, device: str | None = None) -> tuple:
         return _LOADED[key]
 
 
+def unload_transformers() -> int:
+    """Drop every model `load_transformers` keeps, so that their memory can go back (with the callers' own
+    references gone: gc.collect(), then torch.cuda.empty_cache() for a GPU); returns how many were kept."""
+    with _LOAD_LOCK:
+        count = len(_LOADED)
+        _LOADED.clear()
+        _MODEL_LOCKS.clear()
+        return count
+
+
 class TransformersPolicy:
     """Greedy (temperature 0) generation with the model's own chat template, tools included. Policies of the same
     model share one copy of it in the process, and generate one at a time through its generator's lock."""

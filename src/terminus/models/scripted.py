@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from pathlib import PurePosixPath
 
 from terminus.agent.terminal import TOOL_NAME
-from terminus.models.toolchains import missing_module, read_status, runner_for
+from terminus.models.asked import Asked, read_query
+from terminus.models.toolchains import missing_module, read_status, runner_for, toolchain_fact
 
 DISCOVER = "find . -maxdepth 3 -not -path '*/.*' -not -path '*/node_modules/*' | sort | head -500"
 # Build file -> (kind, priority). Lower priority wins when several sit in the same folder.
@@ -54,11 +56,44 @@ def filtered(command: str, keep: str) -> str:  # keep: a filter reading the log 
 
 
 def shown(command: str) -> str:
-    """The command as the answer names it: a run whose log went to a file is named by its run, not its filter."""
+    """The command as the answer names it: a run whose log went to a file is named by its run, not its filter, and
+    the toolchain line (`with_toolchain`) is left out."""
+    command = command.split(TOOLCHAIN_MARK, 1)[0]
     for marker in (' > "$TMPDIR/run.log"', ' > "$TMPDIR/build.log"'):
         if marker in command:
             return command.split(marker, 1)[0] + "  (full log kept in the sandbox, filtered)"
     return command
+
+
+# Which interpreter or toolchain ran, and its version: a user's venv and the system's python3 give different answers,
+# and an answer that does not say which ran cannot be trusted (`toolchains.toolchain_fact` reads the line back).
+TOOLCHAIN_MARK = '; rc=$?; echo "[toolchain:'
+VERSION_PROBES = {
+    "python": "python3 --version",
+    "python3": "python3 --version",
+    "pytest": "pytest --version",
+    "node": "node --version",
+    "npm": "node --version",
+    "npx": "node --version",
+    "cargo": "cargo --version",
+    "go": "go version",
+    "make": "make --version | head -1",
+    "cmake": "cmake --version | head -1",
+    "ctest": "cmake --version | head -1",
+}
+KIND_PROGRAM = {"python": "python3", "node": "node", "cmake": "cmake", "rust": "cargo", "go": "go", "make": "make"}
+
+
+def with_toolchain(command: str, program: str | None) -> str:
+    """`command` followed by a line naming the program's path and version; the command's exit status is kept."""
+    probe = VERSION_PROBES.get(program or "")
+    if probe is None:
+        return command
+    first = program if program in ("python", "python3", "pytest") else probe.split()[0]
+    line = f'{TOOLCHAIN_MARK} $(command -v {first}) $({probe} 2>&1)]"; exit $rc'
+    if command.endswith("; exit $rc"):  # the filtered and logged runs end so: the line goes before their exit
+        return command.removesuffix("; exit $rc") + line
+    return command + line
 
 
 NODE_KEEP = (
@@ -98,19 +133,90 @@ def recipes() -> dict[str, tuple[tuple[str, int] | None, tuple[str, int], bool]]
     }
 
 
-def plan(kind: str, root: str, query: str) -> list[tuple[str, int]]:
-    """The commands for a project kind and a query, with their timeouts in ms."""
+def _run_part(command: str) -> str:
+    """A recipe command as a user would type it: no log redirection, no `>/dev/null`, python as python3."""
+    command = shown(command).removesuffix("  (full log kept in the sandbox, filtered)")
+    command = re.sub(r"\s*2>&1", "", command).replace(">/dev/null", "")
+    return " ".join(re.sub(r"\bpython(?!3)\b", "python3", command).split())
+
+
+def _refines(recipe: str, named: str) -> bool:
+    """Whether the recipe's run is the named command plus flags of its own (`cargo test --offline` is refined by
+    `cargo test --offline --no-fail-fast -- --test-threads=1`, which keeps its output order fixed): then the recipe,
+    with its filtering and fixed order, runs what was asked."""
+    asked = re.sub(r"\bpython(?!3)\b", "python3", named.replace("2>&1", "")).split()
+    ours = recipe.split()
+    return asked[:2] == ours[:2] and all(ours.count(word) >= asked.count(word) for word in asked)
+
+
+def _program(command: str) -> str | None:
+    """The program a command line runs, after `cd X &&` and VAR=value assignments."""
+    words = re.sub(r"^cd \S+ && ", "", command).split()
+    while words and re.match(r"^[A-Za-z_]\w*=", words[0]):
+        words.pop(0)
+    if words[:3] in (["python3", "-m", "pytest"], ["python", "-m", "pytest"]):
+        return words[0]
+    return words[0] if words else None
+
+
+def scoped(kind: str, asked: Asked) -> tuple[str, int] | None:
+    """The test (or build) run narrowed to what the query names: files, ids, a keyword, a target."""
+    quoted = " ".join(shlex.quote(t) for t in asked.tests)
+    keyword = shlex.quote(asked.keyword) if asked.keyword else ""
+    if asked.target:
+        build = {"cmake": f"cmake --build build --target {shlex.quote(asked.target)}", "make": f"make {asked.target}"}
+        if kind in build:
+            prefix = "cmake -S . -B build >/dev/null && " if kind == "cmake" else ""
+            return f"{prefix}{logged(build[kind])}", 180_000
+        return None
+    if kind == "python" and (quoted or keyword):
+        return f"python3 -m pytest -q {quoted}{' -k ' + keyword if keyword else ''}".rstrip() + " 2>&1", 120_000
+    name = keyword or (shlex.quote(asked.tests[0].split("::")[-1]) if asked.tests else "")
+    if kind == "node" and asked.tests:
+        return filtered(f"node --test {quoted}", NODE_KEEP), 120_000
+    if kind == "rust" and name:
+        return filtered(f"cargo test --offline --no-fail-fast {name} -- --test-threads=1", CARGO_KEEP), 180_000
+    if kind == "go" and name:
+        return filtered(f"go test -v -run {name} ./...", GO_KEEP), 120_000
+    if kind == "cmake" and name:
+        return f"ctest --test-dir build -R {name} --output-on-failure 2>&1", 120_000
+    return None
+
+
+def plan(kind: str | None, root: str, query: str) -> list[tuple[str, int]]:
+    """The commands for a project kind and a query, with their timeouts in ms: what the query asks for (a command it
+    names, its tests, a target), else the kind's build and tests as the query's words ask."""
+    steps = _plan(kind, root, query)
+    return [(with_toolchain(command, _program(command) or KIND_PROGRAM.get(kind)), t) for command, t in steps]
+
+
+def _plan(kind: str | None, root: str, query: str) -> list[tuple[str, int]]:
+    asked = read_query(query)
+    if kind is None and asked.tests:  # no build file found: the named tests say which toolchain runs them
+        suffix = asked.tests[0].split("::")[0]
+        kind = "python" if suffix.endswith(".py") else "go" if suffix.endswith("_test.go") else "node"
+    build, test, build_always = recipes()[kind] if kind else (None, None, False)
+    usual = bool(asked.command) and any(step and _refines(_run_part(step[0]), asked.command) for step in (build, test))
+    if asked.command and not usual:
+        # Not the toolchain's usual run: exactly what was asked, where the main agent stands (the root).
+        redirect = "" if "2>&1" in asked.command else " 2>&1"
+        return [(asked.command + redirect, (test or build or ("", 120_000))[1])]
+    if kind is None:
+        return []
+    if asked.names_anything and not asked.command and (narrowed := scoped(kind, asked)):
+        if asked.target or kind == "python":  # named from the repository root, as the main agent sees it
+            return [narrowed]
+        test = narrowed
     cd = "" if root in ("", ".") else f"cd {root} && "
     wants_build = bool(BUILD_WORDS.search(query))
     wants_tests = bool(TEST_WORDS.search(query)) and not NO_TEST.search(query)
     if not wants_build and not wants_tests:
         wants_tests = True  # "what is wrong", "diagnose the error": running the tests shows it
-    build, test, build_always = recipes()[kind]
     steps: list[tuple[str, int]] = []
     if build and (build_always or not wants_tests):
         steps.append(build)
     if wants_tests or build is None:  # projects without a build step answer a build request with their tests
-        steps.append(test)
+        steps.append(test)  # scoped to the files or ids the query names, where it names any
     # The terminal keeps the working directory between commands: change into the project once.
     return [((cd if i == 0 else "") + command, timeout) for i, (command, timeout) in enumerate(steps)]
 
@@ -139,10 +245,12 @@ def summarise(kind: str, command: str, observation: str) -> str:
     if status.timed_out:
         return "Timed out before finishing; results are incomplete."
     text = _ABSOLUTE_WORKSPACE.sub("", observation)  # paths relative to the repository, as the main agent sees it
-    facts = runner_for(command).parse(command, text, status.exit_code)
+    facts = runner_for(command.split(TOOLCHAIN_MARK, 1)[0]).parse(command, text, status.exit_code)
     if missing := missing_module(text):
         fix = {"python": f"pip install {missing}", "node": f"npm install {missing}"}.get(kind, f"install {missing}")
         facts.append(f"missing dependency '{missing}' (fix: {fix})")
+    if ran := toolchain_fact(text):
+        facts.append(ran)
     facts.append(f"exit code {status.exit_code}")
     return "; ".join(facts) + "."
 
@@ -160,7 +268,7 @@ class ScriptedPolicy:
                 return _answer([])
             return _call(DISCOVER, 30_000)
         project = pick_project(done[0][1])
-        steps = plan(*project, query) if project else []
+        steps = plan(*(project or (None, ".")), query)
         issued = {command for command, _ in done}
         remaining = [s for s in steps if s[0] not in issued]
         stop = not tools or not remaining or _build_failed(done)
@@ -181,7 +289,7 @@ class ScriptedPolicy:
 def _build_failed(done: list[tuple[str, str]]) -> bool:
     """Stop after a failed build: its tests cannot run, and the build error is the answer."""
     command, obs = done[-1]
-    is_build = any(k in command for k in ("cmake --build", "cargo build", "go build", "make >"))
+    is_build = any(k in command for k in ("cmake --build", "cargo build", "go build", "build.log"))
     return is_build and read_status(obs).exit_code not in (0, None)
 
 

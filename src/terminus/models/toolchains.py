@@ -58,11 +58,55 @@ def missing_module(text: str) -> str | None:
     return match.group(1).split(".")[0] if match else None
 
 
+# pytest's short summary line: `FAILED tests/a.py::test_x[with space] - AssertionError: message` (the id runs to
+# " - ", so parametrised ids with spaces stay whole).
+_PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - (.*))?$", re.M)
+# Where a failure happened, in each traceback style pytest prints: long/auto (`path:12: AssertionError`), short
+# (`path:12: in test_x` followed by `E   ...`), line (`/abs/path:12: assert 1 == 2`).
+_PYTEST_LOCATION = re.compile(r"^(\S+\.py):(\d+): (.*)$", re.M)
+_PYTEST_SECTION = re.compile(r"^_{3,} (.+?) _{3,}$", re.M)
+_ERROR = re.compile(r"^E\s+(?:([\w.]+(?:Error|Exception|Exit|Failed))(?::\s*(.*))?|(assert .*))$", re.M)
+
+
+def _pytest_causes(text: str) -> dict[str, str]:
+    """test -> `Error at path:line (message)` from each failure's section (long and short tracebacks)."""
+    causes: dict[str, str] = {}
+    sections = list(_PYTEST_SECTION.finditer(text))
+    if not sections:  # --tb=line: one `path:line: message` per failure, in the order of the summary
+        tests = [m.group(1).strip() for m in _PYTEST_SUMMARY.finditer(text)]
+        lines = [m for m in _PYTEST_LOCATION.findall(text) if not m[2].startswith("in ")]
+        if len(lines) == len(tests):
+            for test, (path, line, message) in zip(tests, lines, strict=True):
+                kind = "AssertionError" if message.startswith("assert") else message.split(":", 1)[0]
+                causes[test] = f"{kind} at {path}:{line} ({message.strip()[:120]})"
+        return causes
+    for i, header in enumerate(sections):
+        body = text[header.end() : sections[i + 1].start() if i + 1 < len(sections) else len(text)]
+        body = body.split("short test summary info", 1)[0]
+        locations = _PYTEST_LOCATION.findall(body)
+        error = _ERROR.search(body)
+        if not locations:
+            continue
+        path, line, rest = locations[-1]
+        kind = (error.group(1) if error and error.group(1) else None) or (
+            rest if re.fullmatch(r"[\w.]+(?:Error|Exception)", rest) else "AssertionError" if error else "failure"
+        )
+        message = (error.group(2) or error.group(3) or "") if error else ""
+        causes[header.group(1)] = f"{kind} at {path}:{line}" + (f" ({message.strip()[:120]})" if message else "")
+    return causes
+
+
 def pytest(command: str, text: str, code: int | None) -> list[str]:
     facts = []
-    counts = _first(r"^=*\s*((?:\d+ \w+(?: \w+)?,? ?)+) in [\d.]+s", text)
+    counts = _first(r"^=*\s*((?:\d+ \w+(?: \w+)?,? ?)+) in [\d.?]+s", text)
     facts.append(f"pytest: {counts.group(1).strip()}" if counts else "pytest did not report a summary")
-    facts += _failing(re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M), limit=10, count_rest=True)
+    summary = [(m.group(1).strip(), (m.group(2) or "").strip()) for m in _PYTEST_SUMMARY.finditer(text)]
+    named = [test for test, _ in summary]
+    # The terminal keeps head and tail: the summary lines it cut still count, as "(+N more)".
+    reported = sum(int(n) for n in re.findall(r"(\d+) (?:failed|errors?)\b", counts.group(1))) if counts else 0
+    facts += _failing(named, limit=10)
+    if reported > min(len(named), 10) and named:
+        facts[-1] += f" (+{reported - min(len(named), 10)} more)"
     where = re.findall(r"^(\S+\.py):(\d+): (\w+(?:Error|Exception))", text, re.M)
     if where:
         path, line, error = where[0]
@@ -71,7 +115,30 @@ def pytest(command: str, text: str, code: int | None) -> list[str]:
     elif collection := _first(r'^E\s+File "([^"]+)", line (\d+)[\s\S]*?^E\s+(\w+(?:Error|Exception)):? ?(.*)$', text):
         path, line, error, message = collection.groups()
         facts.append(f"collection error: {error} at {path}:{line}" + (f" ({message[:160]})" if message else ""))
+    # Each failure's cause, in any traceback style: from its section, else from its summary line's message.
+    # Failures at one place (a parametrised test) are stated once, with how many more failed there.
+    causes = _pytest_causes(text)
+    places: dict[str, list[str]] = {}
+    for test, message in summary:
+        short = test.split("::")[-1]
+        if message.startswith("assert "):  # pytest's rewritten assert: its summary line drops the type
+            message = f"AssertionError ({message})"
+        cause = causes.get(short) or causes.get(test) or message[:120]
+        if cause:
+            places.setdefault(cause.split(" (", 1)[0], []).append(f"{short}: {cause}")
+    stated = [same[0] + (f" (and {len(same) - 1} more there)" if len(same) > 1 else "") for same in places.values()]
+    if stated and not (len(summary) == 1 and where):
+        facts.append("causes: " + "; ".join(stated[:5]) + (f" (+{len(stated) - 5} more)" if len(stated) > 5 else ""))
     return facts
+
+
+def toolchain_fact(text: str) -> str | None:
+    """`ran with <path> <version>` from the line `scripted.with_toolchain` prints, when it is there."""
+    match = _first(r"^\[toolchain: (\S*) (.+?)\]$", text)
+    if not match:
+        return None
+    path, version = match.groups()
+    return f"ran with {path or 'an unknown interpreter'} ({' '.join(version.split())[:80]})"
 
 
 def node_test(command: str, text: str, code: int | None) -> list[str]:

@@ -24,30 +24,35 @@ def make_sandbox(
     limits: Limits | None = None,
     network: bool = False,
     copy: str = "git",
+    max_copy_bytes: int | None = None,
     **options,
 ) -> Sandbox:
     """Create a sandbox of the named backend over a copy of `source`.
 
     `copy` is how the repository is copied (`git`: the files git sees; `all`: every file; see `copying`).
-    `options` are backend-specific: `image` (docker, apptainer), `base_url`, `binds` (docker).
+    `max_copy_bytes` caps a folder copied whole (not a git work tree, or `all`): over it, CopyTooLargeError (a
+    SandboxError) and nothing is copied; None (the default, for terminus's own task snapshots): no cap.
+    `options` are backend-specific: `image` (docker, apptainer), `base_url` (docker), `binds` (docker, and bwrap's
+    read-only host paths: `PATH` or `HOST:INSIDE[:ro]`).
     """
     backend = backend or default_backend()
     if backend == "local":
         from terminus.sandbox.local import LocalSandbox
 
-        return LocalSandbox(source, limits, network, copy=copy)
+        return LocalSandbox(source, limits, network, copy=copy, max_copy_bytes=max_copy_bytes)
     if backend == "bwrap":
         from terminus.sandbox.bwrap import BwrapSandbox
 
-        return BwrapSandbox(source, limits, network, copy=copy)
+        binds = options.get("binds")
+        return BwrapSandbox(source, limits, network, copy=copy, max_copy_bytes=max_copy_bytes, binds=binds)
     if backend == "docker":
         from terminus.sandbox.docker import DockerSandbox
 
-        return DockerSandbox(source, limits, network, copy=copy, **options)
+        return DockerSandbox(source, limits, network, copy=copy, max_copy_bytes=max_copy_bytes, **options)
     if backend == "apptainer":
         from terminus.sandbox.apptainer import ApptainerSandbox
 
-        return ApptainerSandbox(source, limits, network, copy=copy, **options)
+        return ApptainerSandbox(source, limits, network, copy=copy, max_copy_bytes=max_copy_bytes, **options)
     raise SandboxError(f"unknown sandbox backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 

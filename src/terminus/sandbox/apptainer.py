@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import shutil
 
-from terminus.sandbox.base import ProcessSandbox, SandboxError
+from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE, ProcessSandbox, SandboxError
 
 WORKSPACE = "/workspace"
-STATE = "/run/terminus"
 
 
 def apptainer_path() -> str | None:
@@ -18,7 +17,8 @@ def apptainer_path() -> str | None:
 class ApptainerSandbox(ProcessSandbox):
     name = "apptainer"
     inside_workspace = WORKSPACE
-    inside_state = STATE
+    inside_state = INSIDE_STATE
+    inside_control = INSIDE_CONTROL
 
     def __init__(self, *args, image: str | None = None, **kwargs) -> None:
         from terminus.sandbox.docker import default_image
@@ -50,7 +50,9 @@ class ApptainerSandbox(ProcessSandbox):
             "--bind",
             f"{self.ws.repo}:{WORKSPACE}",
             "--bind",
-            f"{self.ws.state}:{STATE}",
+            f"{self.ws.state}:{INSIDE_STATE}",
+            "--bind",
+            f"{self.ws.control}:{INSIDE_CONTROL}:ro",
             "--bind",
             f"{self.ws.tmp}:/tmp",
             "--pwd",
@@ -61,4 +63,4 @@ class ApptainerSandbox(ProcessSandbox):
         # --cleanenv drops the host environment; pass ours explicitly.
         for key, value in self.env().items():
             argv += ["--env", f"{key}={value}"]
-        return [*argv, self.image, "/bin/bash", "--noprofile", "--norc", f"{STATE}/wrapper.sh", STATE]
+        return [*argv, self.image, *self.wrapper_argv()]

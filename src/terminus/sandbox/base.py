@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from terminus.sandbox import files
+from terminus.sandbox import files, hostfs
 from terminus.sandbox.copying import COPY_MODES, copy_repository
 from terminus.sandbox.errors import SandboxError
 from terminus.sandbox.output import OutputCollector
@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME")
 # Where rustup and pyenv keep their toolchains; read-only use is enough, so they are passed through.
 TOOLCHAIN_HOMES = {"RUSTUP_HOME": ".rustup", "PYENV_ROOT": ".pyenv"}
+# Where the isolating backends (bwrap, docker, apptainer) bind the shell-state folder (writable) and the control
+# folder (read-only) inside.
+INSIDE_STATE = "/run/terminus"
+INSIDE_CONTROL = "/run/terminus-control"
 
 
 @dataclass
@@ -111,8 +115,10 @@ class Sandbox(Protocol):
     def __exit__(self, *exc) -> None: ...
 
 
-WRAPPER = r"""# terminus: runs one command with the shell state the previous one left. $1 is the state folder.
-__t_state="$1"
+WRAPPER = r"""# terminus: runs one command with the shell state the previous one left.
+# $1: the control folder (read-only inside: this script, the command); $2: the shell-state folder (cwd, env).
+__t_control="$1"
+__t_state="$2"
 {ZULIMITS}
 if [ -f "$__t_state/env" ]; then . "$__t_state/env" >/dev/null 2>&1; fi
 if [ -f "$__t_state/cwd" ]; then read -r __t_cwd < "$__t_state/cwd"; cd "$__t_cwd" 2>/dev/null; fi
@@ -125,7 +131,7 @@ __t_save() {
 trap __t_save EXIT
 exec 2>&1 </dev/null
 unset __t_cwd
-. "$__t_state/command"
+. "$__t_control/command"
 """
 
 
@@ -146,12 +152,20 @@ def render_wrapper(limits: Limits, epilogue: str = "") -> str:
 class Workspace:
     """A private copy of a repository plus the folders a sandbox needs next to it.
 
+    The command can write `repo`, `home`, `tmp` and `state` (its shell state: cwd, exported variables, files it hands
+    back); `control` (the wrapper, the command, files handed in) is written by the host alone and bound read-only
+    inside, so nothing the command plants there is ever followed by the host's next write. `root`, their parent, is
+    never bound inside. Host-side access below the writable folders goes through `hostfs` (docs/ARCHITECTURE.md, "The
+    sandbox boundary").
+
     `copy`: `git` copies the files git sees (tracked, and untracked but not ignored) when the source is a git work
     tree, else everything; `all` copies everything. Special files are skipped and listed in `skipped`. The folder
     lives under this process's temp root (`tmproot`), which a later run removes if this one is killed.
     """
 
-    def __init__(self, source: Path | None, root: Path | None = None, copy: str = "git") -> None:
+    def __init__(
+        self, source: Path | None, root: Path | None = None, copy: str = "git", max_copy_bytes: int | None = None
+    ) -> None:
         if source is not None and not Path(source).is_dir():  # checked first: no empty temp folder is left
             raise SandboxError(f"repository folder {source} does not exist or is not a folder")
         if copy not in COPY_MODES:
@@ -161,13 +175,14 @@ class Workspace:
         self.home = self.root / "home"
         self.tmp = self.root / "tmp"
         self.state = self.root / "state"
+        self.control = self.root / "control"
         self.skipped: list[str] = []
         try:
             if source is not None:
-                self.skipped = copy_repository(Path(source), self.repo, copy)
+                self.skipped = copy_repository(Path(source), self.repo, copy, max_copy_bytes)
             else:
                 self.repo.mkdir()
-            for folder in (self.home, self.tmp, self.state):
+            for folder in (self.home, self.tmp, self.state, self.control):
                 folder.mkdir()
         except OSError as err:
             self.remove()
@@ -186,7 +201,7 @@ def stage_command(ws: Workspace, limits: Limits, closed: bool, command: str, tim
         raise SandboxError("the sandbox is closed")
     if not isinstance(command, str) or not command.strip():
         raise ValueError("command must be a non-empty string")
-    (ws.state / "command").write_text(command + "\n")
+    hostfs.write_text(ws.control, "command", command + "\n")
     return max(0.1, min(float(timeout_s), limits.max_timeout_s))
 
 
@@ -197,7 +212,18 @@ class SandboxBase(files.FileAccess):
 
     name = "base"
     inside_workspace: str  # the workspace path as the command sees it
-    inside_state: str  # the state folder (`ws.state`) as the command sees it: the wrapper and file transfers
+    inside_state: str  # the shell-state folder (`ws.state`, writable) as the command sees it: files handed back
+    inside_control: str  # the control folder (`ws.control`, read-only inside): wrapper, command, files handed in
+
+    def _prepare_folders(self, epilogue: str = "") -> None:
+        """The wrapper into the control folder, the first working directory into the shell state."""
+        hostfs.write_text(self.ws.control, "wrapper.sh", render_wrapper(self.limits, epilogue))
+        hostfs.write_text(self.ws.state, "cwd", self.inside_workspace + "\n")
+
+    def wrapper_argv(self) -> list[str]:
+        """bash running the wrapper, as the command sees the two folders."""
+        wrapper = f"{self.inside_control}/wrapper.sh"
+        return ["/bin/bash", "--noprofile", "--norc", wrapper, self.inside_control, self.inside_state]
 
     def _stage(self, command: str, timeout_s: float) -> float:
         return stage_command(self.ws, self.limits, self._closed, command, timeout_s)
@@ -216,7 +242,9 @@ class SandboxBase(files.FileAccess):
         return CommandResult(
             command=command,
             output=cut.text,
-            exit_code=None if timed_out else exit_code,
+            # A command killed at the time limit or the output cap has no exit status of its own: whatever the
+            # killed process tree reported (bwrap can exit 0 when its child dies) must never read as a success.
+            exit_code=None if timed_out or capped else exit_code,
             duration_s=round(duration, 4),
             timed_out=timed_out,
             truncated=cut.elided_bytes > 0,
@@ -252,16 +280,20 @@ class ProcessSandbox(SandboxBase):
     name = "process"
 
     def __init__(
-        self, source: Path | None = None, limits: Limits | None = None, network: bool = False, copy: str = "git"
+        self,
+        source: Path | None = None,
+        limits: Limits | None = None,
+        network: bool = False,
+        copy: str = "git",
+        max_copy_bytes: int | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.network = network
-        self.ws = Workspace(source, copy=copy)
+        self.ws = Workspace(source, copy=copy, max_copy_bytes=max_copy_bytes)
         self.workspace = self.ws.repo
         self.tracker = make_tracker(self.limits.processes)
         self._closed = False
-        (self.ws.state / "wrapper.sh").write_text(render_wrapper(self.limits))
-        (self.ws.state / "cwd").write_text(self.inside_workspace + "\n")
+        self._prepare_folders()
 
     # -- what subclasses provide -------------------------------------------------------------------
     def argv(self) -> list[str]:
@@ -303,6 +335,10 @@ class ProcessSandbox(SandboxBase):
         return str(self.ws.state)
 
     @property
+    def inside_control(self) -> str:  # type: ignore[override]
+        return str(self.ws.control)
+
+    @property
     def inside_tmp(self) -> str:
         return str(self.ws.tmp)
 
@@ -327,6 +363,8 @@ class ProcessSandbox(SandboxBase):
         collector = OutputCollector(self.limits.output_head_bytes, self.limits.output_tail_bytes)
         start = time.monotonic()
         proc = self._launch()
+        if self._closed:  # closed from another thread (a cancelled MCP call) while this command was starting
+            self._kill_tree(proc)
         self._leftovers = 0
         deadline = start + timeout_s
         timed_out, capped = self._pump(proc, collector, deadline)

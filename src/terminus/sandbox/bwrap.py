@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 
-from terminus.sandbox.base import ProcessSandbox, SandboxError
+from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE, ProcessSandbox, SandboxError
 
 WORKSPACE = "/workspace"
-STATE = "/run/terminus"
 HOME = "/home/sandbox"
 
 
@@ -36,6 +35,23 @@ def _system_binds() -> list[str]:
     return args
 
 
+def bind_args(binds: list[str]) -> list[str]:
+    """`--ro-bind` arguments for host paths; SandboxError for one that does not exist or is not absolute (bwrap
+    would refuse to start, naming no path of ours)."""
+    args: list[str] = []
+    for bind in binds:
+        host, _, rest = bind.partition(":")
+        inside, _, mode = rest.partition(":")
+        if mode not in ("", "ro"):
+            raise SandboxError(f"bind {bind}: bwrap binds are read-only (mode {mode!r} is not supported)")
+        if not host.startswith("/") or not (inside or host).startswith("/"):
+            raise SandboxError(f"bind {bind}: give an absolute path")
+        if not os.path.exists(host):
+            raise SandboxError(f"bind {bind}: {host} does not exist on this machine")
+        args += ["--ro-bind", host, inside or host]
+    return args
+
+
 class BwrapSandbox(ProcessSandbox):
     """The command sees the host's system read-only, and only its own workspace, home and /tmp writable.
 
@@ -46,11 +62,16 @@ class BwrapSandbox(ProcessSandbox):
 
     name = "bwrap"
     inside_workspace = WORKSPACE
-    inside_state = STATE
+    inside_state = INSIDE_STATE
+    inside_control = INSIDE_CONTROL
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, binds: list[str] | None = None, **kwargs) -> None:
+        """`binds`: host paths the command may read although /tmp and /home are private (an interpreter, a venv,
+        a toolchain), each `PATH` or docker's `HOST:INSIDE[:ro]`; always read-only."""
         if bwrap_path() is None:
             raise SandboxError("bubblewrap is not installed (Debian: apt-get install bubblewrap); use --sandbox local")
+        self.binds = list(binds or [])
+        self._bind_args = bind_args(self.binds)
         super().__init__(*args, **kwargs)
 
     @property
@@ -83,7 +104,11 @@ class BwrapSandbox(ProcessSandbox):
             WORKSPACE,
             "--bind",
             str(self.ws.state),
-            STATE,
+            INSIDE_STATE,
+            "--ro-bind",
+            str(self.ws.control),
+            INSIDE_CONTROL,
+            *self._bind_args,  # after the private /tmp and /home, so that they show through those
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
@@ -104,4 +129,4 @@ class BwrapSandbox(ProcessSandbox):
         ]
         if not self.network:
             argv.append("--unshare-net")
-        return [*argv, "/bin/bash", "--noprofile", "--norc", f"{STATE}/wrapper.sh", STATE]
+        return [*argv, *self.wrapper_argv()]

@@ -16,13 +16,20 @@ import threading
 import time
 from pathlib import Path
 
-from terminus.sandbox.base import CommandResult, Limits, SandboxBase, SandboxError, Workspace, render_wrapper
+from terminus.sandbox.base import (
+    INSIDE_CONTROL,
+    INSIDE_STATE,
+    CommandResult,
+    Limits,
+    SandboxBase,
+    SandboxError,
+    Workspace,
+)
 from terminus.sandbox.output import OutputCollector
 
 log = logging.getLogger(__name__)
 
 WORKSPACE = "/workspace"
-STATE = "/run/terminus"
 HOME = "/home/sandbox"
 HOST_IMAGE = "terminus-sandbox:host"
 IMAGE_VAR = "TERMINUS_SANDBOX_IMAGE"
@@ -54,7 +61,8 @@ def default_image(backend: str) -> str:
 class DockerSandbox(SandboxBase):
     name = "docker"
     inside_workspace = WORKSPACE
-    inside_state = STATE
+    inside_state = INSIDE_STATE
+    inside_control = INSIDE_CONTROL
 
     def __init__(
         self,
@@ -68,6 +76,7 @@ class DockerSandbox(SandboxBase):
         memory_mb: int = 8192,
         cpus: float = 2.0,
         copy: str = "git",
+        max_copy_bytes: int | None = None,
     ) -> None:
         try:
             import docker
@@ -90,16 +99,14 @@ class DockerSandbox(SandboxBase):
             raise SandboxError(
                 f"docker image {image!r} is not present locally (build it; no registry is used)"
             ) from err
-        self.ws = Workspace(source, copy=copy)
+        self.ws = Workspace(source, copy=copy, max_copy_bytes=max_copy_bytes)
         self.workspace = self.ws.repo
-        (self.ws.state / "wrapper.sh").write_text(
-            # Kill everything in the container but its init: no daemon outlives the command.
-            render_wrapper(self.limits, epilogue="kill -9 -1 2>/dev/null")
-        )
-        (self.ws.state / "cwd").write_text(WORKSPACE + "\n")
+        # Kill everything in the container but its init: no daemon outlives the command.
+        self._prepare_folders(epilogue="kill -9 -1 2>/dev/null")
         volumes = {
             str(self.ws.repo): {"bind": WORKSPACE, "mode": "rw"},
-            str(self.ws.state): {"bind": STATE, "mode": "rw"},
+            str(self.ws.state): {"bind": INSIDE_STATE, "mode": "rw"},
+            str(self.ws.control): {"bind": INSIDE_CONTROL, "mode": "ro"},
             str(self.ws.home): {"bind": HOME, "mode": "rw"},
             str(self.ws.tmp): {"bind": "/tmp", "mode": "rw"},
         }
@@ -127,6 +134,9 @@ class DockerSandbox(SandboxBase):
             working_dir=WORKSPACE,
             environment=env,
             labels={"terminus.sandbox": "1"},
+            # Root in the container writes into host folders (the binds): no device nodes there, no setuid gains.
+            cap_drop=["MKNOD", "NET_RAW", "SYS_CHROOT", "SETFCAP", "AUDIT_WRITE"],
+            security_opt=["no-new-privileges"],
         )
         self.container.start()
         self._closed = False
@@ -140,9 +150,7 @@ class DockerSandbox(SandboxBase):
         timeout_s = self._stage(command, timeout_s)
         self._ensure_running()
         api = self.client.api
-        exec_id = api.exec_create(
-            self.container.id, ["/bin/bash", "--noprofile", "--norc", f"{STATE}/wrapper.sh", STATE]
-        )["Id"]
+        exec_id = api.exec_create(self.container.id, self.wrapper_argv())["Id"]
         collector = OutputCollector(self.limits.output_head_bytes, self.limits.output_tail_bytes)
         chunks: queue.Queue[bytes | None] = queue.Queue()
 

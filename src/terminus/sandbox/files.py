@@ -2,9 +2,11 @@
 
 The file operations of `SandboxBase` run as ordinary commands of the sandbox, so they see the files as the
 commands do: inside an image, at the image's paths, with nothing of the repository on the host. Bytes travel
-through the sandbox's state folder, the folder through which every command already reaches its wrapper (the
-host's `ws.state`, bound inside at the backend's `inside_state`): no quoting, no argument-length limit, and none
-of the normalisation and head/tail truncation that a command's output goes through.
+through files: in through the control folder, which the host alone writes and the sandbox sees read-only (the
+host's `ws.control`, inside at `inside_control`, where every command already reaches its wrapper), and back through
+the shell-state folder, which the sandbox writes (`ws.state`, inside at `inside_state`) and the host reads with
+`hostfs` (no link followed, regular files only). No quoting, no argument-length limit, and none of the
+normalisation and head/tail truncation that a command's output goes through.
 
 Paths are confined twice: lexically here (`..` and absolute paths elsewhere are refused before anything runs),
 and inside the sandbox after its own symbolic links are resolved (`readlink -m`, `readlink -f` where only that
@@ -18,6 +20,7 @@ import posixpath
 import shlex
 import uuid
 
+from terminus.sandbox import hostfs
 from terminus.sandbox.errors import OutsideWorkspaceError, SandboxError
 
 FILE_TIMEOUT_S = 120.0  # a file operation is a `cat`; only a wedged sandbox takes this long
@@ -102,21 +105,25 @@ class FileAccess:
         target = confine(root, path)
         if target is None:
             raise OutsideWorkspaceError(f"{path} is outside the workspace {root}")
-        token = uuid.uuid4().hex[:16]  # the transfer files, in the state folder (host path and as commands see it)
-        host_src, host_dst = self.ws.state / f"src-{token}", self.ws.state / f"dst-{token}"
-        inside = f"{self.inside_state}/"
-        names = {"root": root, "path": target, "src": f"{inside}src-{token}", "dst": f"{inside}dst-{token}"}
+        token = uuid.uuid4().hex[:16]  # the transfer files: in through control, back through state
+        src, dst = f"src-{token}", f"dst-{token}"
+        names = {
+            "root": root,
+            "path": target,
+            "src": f"{self.inside_control}/{src}",
+            "dst": f"{self.inside_state}/{dst}",
+        }
         try:
             if upload is not None:
-                host_src.write_bytes(upload)
+                hostfs.write_bytes(self.ws.control, src, upload)
             setup = " ".join(f"__t_{key}={shlex.quote(value)}" for key, value in names.items())
             done = self.run(setup + "\n" + SCRIPTS[op], FILE_TIMEOUT_S)
             if done.exit_code == 0:
-                return b"" if op == "write" else host_dst.read_bytes()
+                return b"" if op == "write" else hostfs.read_bytes(self.ws.state, dst)
             raise self._file_error(op, path, done)
         finally:
-            host_src.unlink(missing_ok=True)
-            host_dst.unlink(missing_ok=True)
+            hostfs.unlink(self.ws.control, src)
+            hostfs.unlink(self.ws.state, dst)
 
     @staticmethod
     def _file_error(op: str, path: str, done) -> Exception:

@@ -14,4 +14,4 @@ class LocalSandbox(ProcessSandbox):
         return str(self.ws.repo)
 
     def argv(self) -> list[str]:
-        return ["/bin/bash", "--noprofile", "--norc", str(self.ws.state / "wrapper.sh"), str(self.ws.state)]
+        return self.wrapper_argv()

@@ -33,10 +33,62 @@ def _instances(dataset: str | None, benchmark: str | None, split: str | None, id
         _fail(str(err))
 
 
-def _options(sandbox: str, docker_url: str | None) -> dict:
+def _one_line(text: str, width: int = 400) -> str:
+    """An error with its log lines joined, for a terminal line (the report files keep them whole)."""
+    joined = " | ".join(line.strip() for line in text.splitlines() if line.strip())
+    return joined if len(joined) <= width else joined[: width - 3] + "..."
+
+
+def _text(path: Path, flag: str) -> str:
+    """The text of a file given by `flag`: one error line when it is missing or not UTF-8."""
+    if not path.is_file():
+        _fail(f"{flag} {path} does not exist")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        _fail(f"{flag} {path}: not UTF-8 text (byte {err.start})")
+
+
+def _json_object(path: Path, flag: str) -> dict:
+    try:
+        data = json.loads(_text(path, flag))
+    except json.JSONDecodeError as err:
+        _fail(f"{flag} {path}: not JSON ({err.msg} at line {err.lineno})")
+    if not isinstance(data, dict):
+        _fail(f"{flag} {path}: not a JSON object")
+    return data
+
+
+def _repair_instances(path: Path) -> list:
+    from terminus.swe.record import RepairInstance
+
+    instances = []
+    for number, line in enumerate(_text(path, "--instances").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            instances.append(RepairInstance.from_dict(json.loads(line)))
+        except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError; a wrong shape is a TypeError
+            _fail(f"--instances {path}:{number}: not a repair instance ({err})")
+    return instances
+
+
+BIND_HELP = (
+    "A host path the tests need, bound read-only (repeatable): an interpreter, a venv or a toolchain under /home "
+    "or /tmp, which bwrap keeps private. Rows may list their own in `binds`."
+)
+
+
+def _options(sandbox: str, docker_url: str | None, binds: list[str] | None = None) -> dict:
     if sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
-    return {"base_url": docker_url} if docker_url and sandbox == "docker" else {}
+    options: dict = {"base_url": docker_url} if docker_url and sandbox == "docker" else {}
+    for path in binds or []:
+        if not path.startswith("/") or not Path(path).exists():
+            _fail(f"--bind {path}: not an absolute path that exists on this machine")
+    if binds:
+        options["binds"] = list(binds)
+    return options
 
 
 @app.command("grade")
@@ -54,24 +106,38 @@ def grade_command(
     instance_ids: str = typer.Option(None, help="Comma-separated ids to grade (default: every predicted one)."),
     concurrency: int = typer.Option(2, min=1, help="Instances at once."),
     docker_url: str = typer.Option(None, help="Docker engine URL (default: DOCKER_HOST or the default socket)."),
-    logs: Path = typer.Option(None, help="Folder for each instance's test log."),
+    logs: Path = typer.Option(
+        None, help="Folder for each instance's test log (<id>.log; index.json maps ids to files when they differ)."
+    ),
+    bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:
     """Grade predictions: resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passes after the patch."""
     from terminus.io import write_text_atomic
     from terminus.swe.grade import grade_patch
     from terminus.swe.predictions import PredictionsError, read_predictions
+    from terminus.swe.record import file_names
 
-    options = _options(sandbox, docker_url)
+    options = _options(sandbox, docker_url, bind)
     try:
         patches = read_predictions(predictions)
     except PredictionsError as err:
         _fail(str(err))
     instances = _instances(dataset, benchmark, split, instance_ids)
     by_id = {i.instance_id: i for i in instances}
+    wanted = [i for i in (instance_ids or "").split(",") if i]
+    if wanted:  # the dataset was filtered to these: other predictions are not graded, and are no error
+        missing = sorted(set(wanted) - set(by_id))
+        if missing:
+            _fail(f"--instance-ids: {len(missing)} ids are not in the dataset, e.g. {missing[0]}")
+        patches = {i: patch for i, patch in patches.items() if i in by_id}
     unknown = sorted(set(patches) - set(by_id))
     if unknown:
         _fail(f"{predictions}: {len(unknown)} predictions name no instance of the dataset, e.g. {unknown[0]}")
-    todo = [by_id[i] for i in patches if not instance_ids or i in by_id]
+    todo = [by_id[i] for i in patches]
+    try:  # instance ids become file names: a safe name for each, known before any grading starts
+        names = file_names([inst.instance_id for inst in todo], ".log")
+    except ValueError as err:
+        _fail(str(err))
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         results = list(
             pool.map(lambda inst: grade_patch(inst, patches[inst.instance_id], sandbox, options=options), todo)
@@ -80,12 +146,19 @@ def grade_command(
     write_text_atomic(out, json.dumps(report, indent=1, sort_keys=True) + "\n")
     if logs:
         for r in results:
-            write_text_atomic(logs / f"{r.instance_id}.log", (f"error: {r.error}\n" if r.error else "") + r.log)
+            text = (f"error: {r.error}\n" if r.error else "") + r.log
+            write_text_atomic(logs / names[r.instance_id], text.encode("utf-8", "replace").decode())
+        write_text_atomic(logs / "index.json", json.dumps(names, indent=1, sort_keys=True) + "\n")
     resolved = sum(r.resolved for r in results)
     errors = [r for r in results if r.error]
     typer.echo(f"{resolved} of {len(results)} instances resolved; report in {out}")
     for r in errors[:5]:
-        typer.echo(f"  {r.instance_id}: {r.error}")
+        typer.echo(f"  {r.instance_id}: {_one_line(r.error)}")
+    for r in [r for r in results if r.outside_workspace][:5]:
+        typer.echo(
+            f"  warning: {r.instance_id}: the tests imported {r.outside_workspace[0]} from outside the workspace; "
+            "its test_cmd does not test the patched tree"
+        )
 
 
 @app.command("validate")
@@ -99,18 +172,25 @@ def validate_command(
     instance_ids: str = typer.Option(None, help="Comma-separated ids (default: all)."),
     concurrency: int = typer.Option(2, min=1, help="Instances at once."),
     docker_url: str = typer.Option(None, help="Docker engine URL."),
+    bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:
     """Keep the instances whose F2P fail and P2P pass at base + test patch, and all pass with the gold patch."""
     from terminus.io import write_json_atomic, write_jsonl_atomic
     from terminus.swe.validate import validate_instances
 
-    options = _options(sandbox, docker_url)
+    options = _options(sandbox, docker_url, bind)
     instances = _instances(dataset, benchmark, split, instance_ids)
     kept, result = validate_instances(instances, sandbox, options=options, concurrency=concurrency)
     report = report or out.with_suffix(".validation.json")
     write_jsonl_atomic(out, [i.to_dict() for i in kept])
     write_json_atomic(report, result)
-    typer.echo(f"{result['kept']} of {result['instances']} instances hold; {result['dropped']} dropped (see {report})")
+    causes = result["dropped_by_cause"]
+    typer.echo(
+        f"{result['kept']} of {result['instances']} instances hold; {result['dropped']} dropped "
+        f"({causes['environment']} for the environment, {causes['instance']} for the instance; see {report})"
+    )
+    for iid, reason in list(result["reasons"].items())[:5]:
+        typer.echo(f"  {iid}: {_one_line(reason)}")
 
 
 @app.command("tasks")
@@ -123,27 +203,34 @@ def tasks_command(
     report: Path = typer.Option(None, help="A validation report: facts from the statuses its runs observed."),
     splits: Path = typer.Option(None, help="{repo: split} from `terminus swe select` (default: 0.9/0.05/0.05)."),
     seed: int = typer.Option(0, help="Seed of the queries and splits."),
+    bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP + " Recorded in each task's meta.binds."),
 ) -> None:
     """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances."""
     from terminus.io import write_text_atomic
     from terminus.swe.corpus import label_distribution, tasks_for
-    from terminus.swe.record import RepairInstance
+    from terminus.swe.grade import GradeError
     from terminus.tasks.build import assign_splits, format_stats
     from terminus.tasks.record import write_tasks
 
-    if instances:
-        if not instances.is_file():
-            _fail(f"--instances {instances} does not exist")
-        chosen = [RepairInstance.from_dict(json.loads(x)) for x in instances.read_text().splitlines() if x.strip()]
-    else:
-        chosen = _instances(dataset, benchmark, split, None)
-    observed = json.loads(report.read_text()).get("observed", {}) if report else {}
-    tasks = [t for inst in chosen for t in tasks_for(inst, out, observed.get(inst.instance_id), seed)]
+    chosen = _repair_instances(instances) if instances else _instances(dataset, benchmark, split, None)
+    observed = (_json_object(report, "--report").get("observed") if report else None) or {}
+    if not isinstance(observed, dict):
+        _fail(f"--report {report}: its `observed` is not an object (is it a `terminus swe validate` report?)")
+    for path in bind or []:
+        if not path.startswith("/") or not Path(path).exists():
+            _fail(f"--bind {path}: not an absolute path that exists on this machine")
+    tasks = []
+    for inst in chosen:
+        inst.binds = list(dict.fromkeys([*inst.binds, *(bind or [])]))
+        try:
+            tasks += tasks_for(inst, out, observed.get(inst.instance_id), seed)
+        except GradeError as err:  # e.g. a test patch that does not apply at the base commit
+            _fail(str(err))
     if not tasks:
         _fail("no instances, so no tasks")
     by_repo = assign_splits([t.repo for t in tasks], {"train": 0.9, "val": 0.05, "test": 0.05}, seed)
     if splits:
-        chosen_splits = json.loads(splits.read_text())
+        chosen_splits = _json_object(splits, "--splits")
         missing = sorted({t.repo for t in tasks} - set(chosen_splits))
         if missing:
             _fail(f"--splits {splits} has no split for repository {missing[0]}")

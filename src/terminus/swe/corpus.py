@@ -20,9 +20,10 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-from terminus.swe.grade import GradeError, checkout, patch_files, setup_tests_commands
+from terminus.swe.grade import GradeError, base_git, checkout, setup_tests_commands
 from terminus.swe.parsers import PASSING
-from terminus.swe.record import RepairInstance
+from terminus.swe.patchcheck import files_after
+from terminus.swe.record import RepairInstance, file_stem
 from terminus.tasks.build import SHORT, assign_splits, corpus_stats
 from terminus.tasks.queries import OPENINGS, RESTRICTIONS, TEMPLATES
 from terminus.tasks.record import Task
@@ -47,7 +48,8 @@ _FIX = {"pip": "pip install {p}", "npm": "npm install {p}", "go": "go get {p}", 
 
 
 def slug(instance_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", instance_id).strip("-")[:120]
+    """The id as a folder and task-id part: itself when safe, else safe characters and a digest (`file_stem`)."""
+    return file_stem(instance_id)
 
 
 def added_dependency(gold_patch: str) -> dict | None:
@@ -116,14 +118,18 @@ def _query(task_type: str, inst: RepairInstance, rng: random.Random) -> str:
 
 
 def snapshot(inst: RepairInstance, dest: Path) -> Path:
-    """A local-repository instance at base + test patch, as the folder its tasks' episodes start from."""
+    """A local-repository instance at base + test patch, as the folder its tasks' episodes start from. Its .git
+    holds the base commit alone (`base_git`): no later commit, so no fix to read, and the size of one tree; the
+    test patch is in the working tree, uncommitted."""
     shutil.rmtree(dest, ignore_errors=True)
-    checkout(inst.repo_path or "", inst.base_commit, dest)
+    checkout(inst.repo_path or "", inst.base_commit, dest)  # the whole history: Pro's test setup reads the fix
     if inst.test_setup or inst.test_patch.strip():
         for command in setup_tests_commands(inst, f'"{dest}"'):
             done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=600)
             if done.returncode != 0:
-                raise GradeError(f"{inst.instance_id}: putting the tests in place failed: {done.stderr[-300:]}")
+                output = (done.stderr or done.stdout).strip()[-300:]
+                raise GradeError(f"{inst.instance_id}: putting the tests in place failed: {output}")
+    base_git(inst.repo_path or "", inst.base_commit, dest)
     return dest
 
 
@@ -144,7 +150,8 @@ def tasks_for(inst: RepairInstance, tasks_file: Path, observed: dict | None = No
         "log_parser": inst.log_parser,
         "fix_locations": fix_locations(inst.gold_patch),
         "facts_from": "observed run" if observed else "dataset FAIL_TO_PASS/PASS_TO_PASS",
-        "test_files": patch_files(inst.test_patch)[0] + patch_files(inst.test_patch)[1],
+        "test_files": files_after(inst.test_patch),
+        **({"binds": inst.binds} if inst.binds else {}),
     }
     facts = _facts(inst, observed)
     kinds: list[tuple[str, dict]] = [("test-execution", facts), ("error-diagnosis", facts)]

@@ -17,12 +17,16 @@ user's own repositories).
 from __future__ import annotations
 
 import ast
+import codecs
 import json
 import logging
 import re
+import subprocess
+from collections import Counter
 from pathlib import Path
 
 from terminus.swe.parsers import resolve
+from terminus.swe.patchcheck import files_after
 from terminus.swe.record import RepairInstance
 
 log = logging.getLogger(__name__)
@@ -30,7 +34,22 @@ log = logging.getLogger(__name__)
 FAMILIES = ("swebench", "pro", "rebench-v2")
 # SWE-bench's NON_TEST_EXTS: files a test patch touches that are not test directives.
 NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
-_DIFF_FILE = re.compile(r"^diff --git a/.* b/(.*)$", re.M)
+
+
+# The SWE-bench family's repositories (SWE-bench full, Lite with its dev split, Verified): all Python.
+SWEBENCH_PYTHON_REPOS = {
+    "astropy/astropy", "django/django", "marshmallow-code/marshmallow", "matplotlib/matplotlib", "mwaskom/seaborn",
+    "pallets/flask", "psf/requests", "pvlib/pvlib-python", "pydata/xarray", "pydicom/pydicom", "pylint-dev/astroid",
+    "pylint-dev/pylint", "pytest-dev/pytest", "pyvista/pyvista", "scikit-learn/scikit-learn", "sphinx-doc/sphinx",
+    "sqlfluff/sqlfluff", "sympy/sympy",
+}  # fmt: skip
+# File extensions -> language, to infer a row's language from the files of its repository.
+EXTENSION_LANGUAGES = {
+    ".py": "python", ".go": "go", ".rs": "rust", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".jsx": "javascript", ".ts": "typescript", ".tsx": "typescript", ".java": "java", ".kt": "kotlin",
+    ".scala": "scala", ".cs": "csharp", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp",
+    ".rb": "ruby", ".php": "php", ".swift": "swift",
+}  # fmt: skip
 
 
 class DatasetError(ValueError):
@@ -47,16 +66,33 @@ def load_rows(dataset: str, split: str | None = None) -> list[dict]:
         if path.suffix in kinds:
             if not path.is_file():
                 raise DatasetError(f"dataset file {path} does not exist")
+            if path.suffix != ".parquet":
+                _check_utf8(path)
             options = _csv_options(path) if path.suffix == ".csv" else {}
             rows = load_dataset(kinds[path.suffix], data_files=str(path), split="train", **options)
         else:
             rows = load_dataset(dataset, split=split or "test")
+        return [dict(r) for r in rows]  # rows decode here: their errors are the source's too
     except DatasetError:
         raise
     except Exception as err:  # datasets raises many kinds; one line that names the source is what helps
         where = path if path.suffix in kinds else f"hub dataset {dataset} (split {split or 'test'})"
         raise DatasetError(f"cannot load {where}: {type(err).__name__}: {err}") from None
-    return [dict(r) for r in rows]
+
+
+def _check_utf8(path: Path) -> None:
+    """A text dataset file is UTF-8 (pyarrow would fail on the first bad row, naming no file)."""
+    decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
+    with path.open("rb") as fh:
+        while True:
+            chunk = fh.read(1 << 20)
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as err:
+                raise DatasetError(f"dataset file {path}: not UTF-8 text (byte {offset + err.start})") from None
+            if not chunk:
+                return
+            offset += len(chunk)
 
 
 def _csv_options(path: Path) -> dict:
@@ -98,8 +134,10 @@ def decode_tests(value, field: str, instance_id: str) -> list[str]:
 
 
 def directives_of(test_patch: str) -> list[str]:
-    """The files a test patch touches, as SWE-bench's test directives (data files left out)."""
-    return [f for f in _DIFF_FILE.findall(test_patch) if not f.endswith(NON_TEST_EXTS)]
+    """The files a test patch leaves in the tree, as SWE-bench's test directives (data files left out). SWE-bench
+    reads the `b/` path of each `diff --git` line, which names a deleted file too: a test runner given a deleted
+    file fails before any test runs, so deleted files are left out here."""
+    return [f for f in files_after(test_patch) if not f.endswith(NON_TEST_EXTS)]
 
 
 def _django_modules(files: list[str]) -> list[str]:
@@ -205,11 +243,13 @@ def to_instance(row: dict, bench: dict | None = None, *, base_dir: Path | None =
     resolve(parser)  # an unknown parser is an error now, not at grading time
     if not repo_path and not image:
         raise DatasetError(f"row {iid}: neither an image nor a local repo_path to run it in")
+    if not language:
+        language = infer_language(repo, row["patch"] or "", row["test_patch"] or "", repo_path, row["base_commit"])
     return RepairInstance(
         instance_id=iid,
         family=family,
         repo=repo,
-        language=language or "unknown",
+        language=language,
         problem_statement=row.get("problem_statement") or "",
         base_commit=row["base_commit"],
         test_patch=row["test_patch"] or "",
@@ -222,10 +262,53 @@ def to_instance(row: dict, bench: dict | None = None, *, base_dir: Path | None =
         workdir=None if repo_path else workdir,
         repo_path=repo_path,
         test_setup=setup,
-        pre_test=list(bench.get("pre_test") or []),
+        # The benchmark's pre_test sets up its image (e.g. SWE-bench's conda activation): a local row has no image.
+        pre_test=[] if repo_path else list(bench.get("pre_test") or []),
         build_cmd=_fill(_pick(bench.get("build_cmd"), repo, language), values) or _join(install.get("install")),
+        binds=_binds(row.get("binds"), iid),
         meta=_meta(row, selected),
     )
+
+
+def _most_common_language(paths: list[str]) -> str | None:
+    counts = Counter(EXTENSION_LANGUAGES.get(Path(p).suffix.lower()) for p in paths)
+    counts.pop(None, None)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def infer_language(repo: str, gold_patch: str, test_patch: str, repo_path: str | None, base_commit: str) -> str:
+    """A row's language when neither it nor its benchmark says: the SWE-bench family's repositories are Python;
+    else the language of most source files the gold and test patches touch; else of the local repository's files
+    at the base commit; else "unknown"."""
+    if repo in SWEBENCH_PYTHON_REPOS:
+        return "python"
+    for patch in (gold_patch, test_patch):
+        if language := _most_common_language(files_after(patch)):
+            return language
+    if repo_path and Path(repo_path, ".git").exists():
+        done = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "-C", repo_path, "ls-tree", "-r", "--name-only", base_commit],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if done.returncode == 0 and (language := _most_common_language(done.stdout.splitlines())):
+            return language
+    return "unknown"
+
+
+def _binds(value, instance_id: str) -> list[str]:
+    """A row's `binds`: a list of absolute host paths (or a JSON string of one, as a CSV cell holds it)."""
+    if value in (None, ""):
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.lstrip().startswith("[") else [value]
+        except json.JSONDecodeError:
+            raise DatasetError(f"row {instance_id}: binds is not a list of paths (got {value[:80]!r})") from None
+    if not isinstance(value, list) or not all(isinstance(b, str) and b.startswith("/") for b in value):
+        raise DatasetError(f"row {instance_id}: binds must be a list of absolute paths (got {str(value)[:80]!r})")
+    return list(value)
 
 
 def _meta(row: dict, selected: list[str]) -> dict:

@@ -4,7 +4,8 @@ In a fresh sandbox over the instance's environment (its image at `workdir`, or a
 at `base_commit`): apply the model patch; put the tests in place (SWE-Bench Pro: the last line of
 `before_repo_set_cmd`; otherwise revert the files the test patch touches to `base_commit` and apply the test
 patch, as SWE-bench's eval script does); run the test command; parse its log into per-test statuses. A test
-the log does not mention counts as failed (SWE-bench's `test_failed`).
+the log does not mention counts as failed (SWE-bench's `test_failed`); a log with no test result at all is the
+record's `error` (with the log's last lines), never silently "every test failed".
 """
 
 from __future__ import annotations
@@ -13,27 +14,46 @@ import base64
 import contextlib
 import logging
 import os
+import posixpath
 import re
 import shlex
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from terminus.sandbox import Limits, Sandbox, SandboxError, make_sandbox
+from terminus.errors import TerminusError
+from terminus.sandbox import Limits, Sandbox, SandboxError, hostfs, make_sandbox
 from terminus.sandbox.output import normalise
+from terminus.sandbox.tmproot import run_root
 from terminus.swe.parsers import PASSING, normalise_test_id, parse_log
+from terminus.swe.patchcheck import file_changes, files_after, patch_problem
 from terminus.swe.record import GradeResult, RepairInstance
 
 log = logging.getLogger(__name__)
 
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
 LOG_NAME = "terminus-swe-test.log"
+RC_VAR = "__terminus_test_status"
+NO_RESULT = "no test result in the log"
+# Statuses of a command that never started: not found, not executable.
+NOT_STARTED = {126: "not executable", 127: "command not found"}
 # Real test logs run to megabytes; they go to a file and are read in full, so the terminal's cap does not apply.
 # Inside a user namespace the copied repository belongs to another uid; git refuses such "dubious ownership"
-# unless told the directory is safe.
-GIT_SAFE = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
+# unless told the directory is safe. A workspace that a patch or a model touched may hold hooks or an fsmonitor
+# command in its .git/: every git in the sandbox (the dataset's own setup commands too) runs with neither, since
+# these command-scope settings win over the repository's config.
+GIT_CONFIG = {"safe.directory": "*", "core.hooksPath": "/dev/null", "core.fsmonitor": "false"}
+GIT_SAFE = {"GIT_CONFIG_COUNT": str(len(GIT_CONFIG))} | {
+    f"GIT_CONFIG_{kind}_{i}": text
+    for i, pair in enumerate(GIT_CONFIG.items())
+    for kind, text in zip(("KEY", "VALUE"), pair, strict=True)
+}
+# The same, spelled out, for the grader's own git commands (they also run under limits that lack GIT_SAFE, such as
+# the eval's agent sandbox); command-scope config is "protected", so git honours safe.directory there.
+GIT = "git " + " ".join(f"-c {shlex.quote(f'{key}={value}')}" for key, value in GIT_CONFIG.items())
 LIMITS = Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env=GIT_SAFE)
 
 
@@ -42,7 +62,7 @@ def grading_limits(**env: str) -> Limits:
     return Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env={**GIT_SAFE, **env})
 
 
-class GradeError(RuntimeError):
+class GradeError(TerminusError, RuntimeError):
     pass
 
 
@@ -56,26 +76,45 @@ def _git(*args: str, cwd: Path | None = None) -> str:
 def checkout(repo_path: str, commit: str, dest: Path, *, hide_future: bool = False) -> Path:
     """A clone of a local repository at `commit` (the sandbox copies it; the user's repository is untouched).
 
-    `hide_future`: keep only what `commit` reaches (no branches, tags, remote or later commits, so an agent cannot
-    read the fix from history), as SWE-bench's images do. Grading keeps everything: SWE-Bench Pro's test setup
-    checks the test files out of the fix commit."""
+    `hide_future`: a repository of that one commit (`base_git`), as SWE-bench's images hold, so that an agent
+    cannot read the fix from history. Grading keeps everything: SWE-Bench Pro's test setup checks the test files
+    out of the fix commit."""
     if not Path(repo_path, ".git").exists():
         raise GradeError(f"repo_path {repo_path} is not a git repository")
+    if hide_future:
+        dest.mkdir(parents=True)
+        base_git(repo_path, commit, dest)
+        _git("reset", "--quiet", "--hard", cwd=dest)
+        return dest
     _git("clone", "--quiet", "--no-hardlinks", repo_path, str(dest))
     _git("-c", "advice.detachedHead=false", "checkout", "--quiet", commit, cwd=dest)
-    if hide_future:
-        _git("remote", "remove", "origin", cwd=dest)
-        for ref in _git("for-each-ref", "--format=%(refname)", "refs/heads", "refs/tags", cwd=dest).split():
-            _git("update-ref", "-d", ref, cwd=dest)
-        _git("reflog", "expire", "--expire=now", "--all", cwd=dest)
-        _git("gc", "--quiet", "--prune=now", cwd=dest)
     return dest
+
+
+def base_git(repo_path: str, commit: str, tree: Path) -> None:
+    """Give `tree` a new .git that holds `commit` alone: a shallow fetch of that one commit (its hash kept, its
+    history, branches, tags, remote and every later commit left out), HEAD detached at it and the index at its
+    tree; the files of `tree` are left as they are. A snapshot so made is the size of one tree, and `git log
+    --all` in it shows one commit."""
+    source = Path(repo_path).resolve()
+    try:
+        commit = _git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", cwd=source).strip()  # full hash
+    except GradeError:
+        raise GradeError(f"commit {commit} is not in the repository {repo_path}") from None
+    shutil.rmtree(tree / ".git", ignore_errors=True)
+    _git("init", "--quiet", "--template=", str(tree))
+    _git("fetch", "--quiet", "--no-tags", "--depth=1", str(source), commit, cwd=tree)
+    _git("update-ref", "--no-deref", "HEAD", commit, cwd=tree)
+    _git("read-tree", "HEAD", cwd=tree)
+    (tree / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
 
 
 def sandbox_options(inst: RepairInstance, backend: str | None, options: dict | None = None) -> dict:
     """Backend options for an instance: its image for docker/apptainer (a local repository under docker gets the
-    registry-free host image, which borrows the host's toolchains)."""
+    registry-free host image, which borrows the host's toolchains); the row's and the run's read-only `binds`
+    (bwrap hides the host's /tmp and /home; docker sees nothing of the host unless bound)."""
     options = dict(options or {})
+    binds = [*inst.binds, *(options.pop("binds", None) or [])]
     if backend == "apptainer":
         image = options.pop("image", None) or inst.image
         if not image:
@@ -85,8 +124,13 @@ def sandbox_options(inst: RepairInstance, backend: str | None, options: dict | N
         from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
 
         options.setdefault("image", inst.image or HOST_IMAGE)
+        own = [b if ":" in b else f"{b}:{b}:ro" for b in binds]
         if options["image"] == HOST_IMAGE:
-            options.setdefault("binds", HOST_BINDS)
+            own = [*HOST_BINDS, *own]
+        if own:
+            options["binds"] = list(dict.fromkeys(own))
+    elif backend == "bwrap" and binds:
+        options["binds"] = list(dict.fromkeys(binds))
     return options
 
 
@@ -103,7 +147,8 @@ def instance_sandbox(
     `for_agent`: a local repository's later history is removed (what the main agent works in)."""
     options = sandbox_options(inst, backend, options)
     if inst.repo_path:
-        scratch = Path(tempfile.mkdtemp(prefix="terminus-swe-"))
+        # Under this process's run root, so that the next terminus process removes it if this one is killed.
+        scratch = Path(tempfile.mkdtemp(prefix="terminus-swe-", dir=run_root()))
         try:
             source = checkout(inst.repo_path, inst.base_commit, scratch / "repo", hide_future=for_agent)
             with make_sandbox(backend, source, limits or LIMITS, **options) as box:
@@ -135,21 +180,30 @@ def _stage(name: str, text: str) -> str:
 
 
 def apply_command(patch: str, workdir: str, name: str = "terminus-model.diff") -> str:
+    """git apply, else GNU patch (as SWE-bench's harness does); a patch naming a path outside the work tree or in
+    its .git/ never reaches either (GradeError)."""
+    problem = patch_problem(patch)
+    if problem:
+        raise GradeError(problem)
     target = f'"${{TMPDIR:-/tmp}}/{name}"'
     return (
         f"cd {workdir} && {_stage(name, patch)} && "
-        f"{{ git apply -v --whitespace=nowarn {target} || patch --batch --fuzz=5 -p1 -i {target}; }}"
+        f"{{ {GIT} apply -v --whitespace=nowarn {target} || patch --batch --fuzz=5 -p1 -i {target}; }}"
     )
 
 
 def patch_files(patch: str) -> tuple[list[str], list[str]]:
-    """(files the patch modifies, files it creates)."""
-    modified, created = [], []
-    for section in re.split(r"(?m)^(?=diff --git )", patch):
-        m = re.match(r"diff --git a/(\S+) b/(\S+)", section)
-        if m:
-            (created if re.search(r"(?m)^--- /dev/null", section) else modified).append(m.group(2))
-    return modified, created
+    """(paths the patch finds at base: what it modifies, deletes, renames away or changes the mode of; paths it
+    creates: new files, rename and copy targets). The test setup resets the first to `base_commit` (as the official
+    harness resets a rename's source) and removes the second, so that the test patch applies after any model patch."""
+    at_base: list[str] = []
+    created: list[str] = []
+    for change in file_changes(patch):
+        if change.old and change.kind != "copy":
+            at_base.append(change.old)
+        if change.new and change.kind in ("add", "rename", "copy"):
+            created.append(change.new)
+    return list(dict.fromkeys(at_base)), list(dict.fromkeys(created))
 
 
 def setup_tests_commands(inst: RepairInstance, workdir: str) -> list[str]:
@@ -160,7 +214,7 @@ def setup_tests_commands(inst: RepairInstance, workdir: str) -> list[str]:
     modified, created = patch_files(inst.test_patch)
     steps = [f"cd {workdir}"]
     if modified:
-        steps.append(f"git checkout {shlex.quote(inst.base_commit)} -- {' '.join(map(shlex.quote, modified))}")
+        steps.append(f"{GIT} checkout {shlex.quote(inst.base_commit)} -- {' '.join(map(shlex.quote, modified))}")
     if created:
         steps.append(f"rm -f {' '.join(map(shlex.quote, created))}")
     reset = " && ".join(steps)
@@ -180,19 +234,113 @@ def tests_command(inst: RepairInstance, workdir: str) -> str:
             f"{t}/output.json ; echo '{START}' ; cat {t}/output.json ; echo '{END}' ; }} > {out} 2>&1"
         )
         return run
-    return f"cd {workdir} && {{ {prelude}echo '{START}' ; {inst.test_cmd} ; echo '{END}' ; }} > {out} 2>&1"
+    # The test command's own exit status is the command's (127: it never started), not the closing echo's.
+    return (
+        f"cd {workdir} && {{ {prelude}echo '{START}' ; {inst.test_cmd} ; {RC_VAR}=$? ; echo '{END}' ; }} > {out} 2>&1"
+        f" ; exit ${{{RC_VAR}:-$?}}"
+    )
 
 
-def run_tests(box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float) -> tuple[dict[str, str], str]:
+def read_sandbox_file(box: Sandbox, name: str) -> bytes:
+    """A file the sandbox wrote in its /tmp, read from the host without following a link the sandbox planted there
+    (hostfs): FileNotFoundError when absent, UnsafePathError for a link or anything but a regular file."""
+    return hostfs.read_bytes(host_tmp(box), name)
+
+
+@dataclass
+class TestRun:
+    statuses: dict[str, str]
+    log: str
+    exit_code: int | None
+    timed_out: bool
+
+
+def run_tests(box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float) -> TestRun:
+    hostfs.unlink(host_tmp(box), LOG_NAME)
     result = box.run(tests_command(inst, workdir), timeout_s)
-    path = host_tmp(box) / LOG_NAME
-    text = normalise(path.read_bytes()) if path.is_file() else result.output
+    try:
+        text = normalise(read_sandbox_file(box, LOG_NAME))
+    except FileNotFoundError:
+        text = result.output
+    except hostfs.UnsafePathError as err:  # the tests replaced their log: what it points to is never read
+        log.warning("%s: %s", inst.instance_id, err)
+        text = f"{result.output}\n[terminus: the test log was refused: {err}]"
     if result.timed_out:
         text += f"\n[terminus: the test command timed out after {timeout_s:.0f} s]"
     region = text.split(START, 1)[1] if START in text else text
     region = region.rsplit(END, 1)[0] if END in region else region
-    statuses = parse_log(inst.log_parser, region)
-    return {normalise_test_id(k): v for k, v in statuses.items()}, text
+    statuses = {normalise_test_id(k): v for k, v in parse_log(inst.log_parser, region).items()}
+    return TestRun(statuses, text, result.exit_code, result.timed_out)
+
+
+def last_lines(text: str, count: int = 12, width: int = 1500) -> str:
+    """The log's last non-empty lines (the harness's own markers left out), for an error record."""
+    lines = [line for line in text.splitlines() if line.strip() and line.strip() not in (START, END)]
+    return "\n".join(lines[-count:])[-width:]
+
+
+# A path a shell or an exec names: "bash: /home/u/venv/bin/python: No such file or directory".
+_PRIVATE_PATH = re.compile(r"(?<![\w.~/-])(/(?:tmp|home)/[^\s:'\"`;,)]+)")
+
+
+def invisible_paths(box: Sandbox, text: str) -> list[str]:
+    """Host paths under /tmp or /home that a failed command needed and bwrap hides (its /tmp and /home are
+    private): those the log names that exist on the host, and PATH entries there."""
+    if getattr(box, "name", "") != "bwrap":
+        return []
+    bound = {b.partition(":")[0] for b in getattr(box, "binds", [])}
+    named = [p for p in _PRIVATE_PATH.findall(text) if Path(p).exists()]
+    path_var = box.env().get("PATH", "") if hasattr(box, "env") else ""
+    on_path = [p for p in path_var.split(":") if _PRIVATE_PATH.fullmatch(p) and Path(p).is_dir()]
+    hidden = [p for p in dict.fromkeys(named + on_path) if not any(p == b or p.startswith(b + "/") for b in bound)]
+    return hidden
+
+
+def no_result_error(box: Sandbox, run: TestRun) -> str:
+    """Why a test run gave no result: a command that never started is the environment's fault; the log's last
+    lines say the rest."""
+    code = run.exit_code
+    if run.timed_out:
+        what = f"{NO_RESULT}: the test command timed out"
+    elif code in NOT_STARTED:
+        what = f"environment: the test command did not start (exit status {code}: {NOT_STARTED[code]}); {NO_RESULT}"
+    else:
+        what = f"{NO_RESULT} (exit status {code})"
+    hidden = invisible_paths(box, run.log) if code in NOT_STARTED else []
+    if hidden:
+        what += (
+            f"; {', '.join(hidden[:3])} exists on the host but is not visible in the bwrap sandbox (its /tmp and "
+            "/home are private): bind it read-only with --bind PATH or the row's `binds`"
+        )
+    return f"{what}; the log ends:\n{last_lines(run.log)}"
+
+
+# Files a traceback names: pytest's `path.py:12: in f` / `path.py:12: Error`, Python's `File "path.py", line 12`.
+_TRACE_FILE = re.compile(r'(?m)^(\S+\.py):\d+:(?: |$)|File "([^"]+\.py)", line \d+')
+
+
+def outside_workspace(box: Sandbox, inst: RepairInstance, text: str) -> list[str]:
+    """Repository files that the log's tracebacks show imported from outside the workspace (an environment that
+    installed the repository, editable or not, imports that unpatched copy): `outside path (= repo path)`.
+    Local rows only: their workspace is the repository, readable from the host."""
+    ws = getattr(box, "ws", None)
+    if not inst.repo_path or ws is None:
+        return []
+    inside = {box.inside_workspace.rstrip("/"), os.path.realpath(box.inside_workspace).rstrip("/")}
+    found: list[str] = []
+    fixed = set(files_after(inst.gold_patch))
+    for match in _TRACE_FILE.finditer(text):
+        named = match.group(1) or match.group(2)
+        full = posixpath.normpath(posixpath.join(box.inside_workspace, named))
+        if any(full == w or full.startswith(w + "/") for w in inside):
+            continue
+        parts = full.strip("/").split("/")
+        for k in range(len(parts) - 1, 0, -1):  # the longest tail of the path that is a file of the repository
+            tail = "/".join(parts[-k:])
+            if (k >= 2 or tail in fixed) and hostfs.is_file(ws.repo, tail):
+                found.append(f"{full} (= {tail})")
+                break
+    return list(dict.fromkeys(found))
 
 
 def judge(inst: RepairInstance, statuses: dict[str, str]) -> GradeResult:
@@ -224,6 +372,9 @@ def grade_in_sandbox(
     box: Sandbox, inst: RepairInstance, workdir: str, patch: str | None, timeout_s: float = 1800.0
 ) -> GradeResult:
     """Apply `patch`, put the tests in place, run and judge them, in a sandbox at the base commit."""
+    problem = patch_problem(patch)
+    if problem:
+        return _not_run(inst, problem, False)
     if patch and patch.strip():
         applied = box.run(apply_command(patch if patch.endswith("\n") else patch + "\n", workdir), 300)
         if applied.exit_code != 0:
@@ -232,9 +383,19 @@ def grade_in_sandbox(
         done = box.run(command, 600)
         if done.exit_code != 0:
             return _not_run(inst, f"test setup failed: {done.output.strip()[-300:]}", True, done.output)
-    statuses, text = run_tests(box, inst, workdir, timeout_s)
-    result = judge(inst, statuses)
-    result.log = text
+    run = run_tests(box, inst, workdir, timeout_s)
+    result = judge(inst, run.statuses)
+    result.log = run.log
+    if not run.statuses:
+        result.error = no_result_error(box, run)
+    elif not result.resolved:
+        result.outside_workspace = outside_workspace(box, inst, run.log)
+        if result.outside_workspace:
+            log.info(
+                "%s: the tests imported %s from outside the workspace: its test_cmd does not test the patched tree",
+                inst.instance_id,
+                result.outside_workspace[0],
+            )
     return result
 
 
@@ -247,7 +408,12 @@ def grade_patch(
     timeout_s: float = 1800.0,
     limits: Limits | None = None,
 ) -> GradeResult:
-    """Grade one prediction (a unified diff against `base_commit`; None or "" is the empty patch)."""
+    """Grade one prediction (a unified diff against `base_commit`; None or "" is the empty patch). A patch that is
+    not text, or names a path outside the work tree or in .git/, is the prediction's error, found before any
+    sandbox starts."""
+    problem = patch_problem(patch)
+    if problem:
+        return _not_run(inst, problem, False)
     try:
         with instance_sandbox(inst, backend, options, limits) as (box, workdir):
             return grade_in_sandbox(box, inst, workdir, patch, timeout_s)
@@ -258,40 +424,63 @@ def grade_patch(
         return _not_run(inst, f"environment: {type(err).__name__}: {err}", False)
 
 
+def _host_git(git_dir: Path, *args: str, cwd: Path, index: Path | None = None) -> str:
+    """Host git over a git folder the host made, with no system or user config: no hook, fsmonitor, filter,
+    textconv or external diff of anyone else's can run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"}
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    command = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", f"--git-dir={git_dir}", *args]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise GradeError(f"`git {' '.join(args)}` in {cwd} failed: {done.stderr.strip()[-300:]}")
+    return done.stdout
+
+
 def patch_from_tree(tree: Path, base_commit: str) -> str:
     """The edits of a working tree (tracked and new files) against `base_commit`, as a patch for `grade_patch`.
-    The tree's own index is left alone: a temporary index records the new files."""
-    with tempfile.TemporaryDirectory() as scratch:
-        env_index = Path(scratch) / "index"
-        env = {**os.environ, "GIT_INDEX_FILE": str(env_index)}
-        for args in (["read-tree", base_commit], ["add", "-A"]):
-            done = subprocess.run(["git", *args], cwd=tree, env=env, capture_output=True, text=True, timeout=600)
-            if done.returncode != 0:
-                raise GradeError(f"`git {' '.join(args)}` in {tree} failed: {done.stderr.strip()[-300:]}")
-        done = subprocess.run(
-            ["git", "diff", "--cached", "--binary", base_commit],
-            cwd=tree,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if done.returncode != 0:
-            raise GradeError(f"`git diff` in {tree} failed: {done.stderr.strip()[-300:]}")
-        return done.stdout
+
+    The tree was edited by a main agent, so its .git/ is untrusted: a planted config (core.fsmonitor, a
+    `filter.X.clean` driver for its .gitattributes, a textconv, hooks) would run commands on the host. So the host
+    never runs git with the tree's .git/ as its repository: a fresh git folder the host made fetches `base_commit`
+    from it (upload-pack, which git keeps safe over untrusted repositories) and indexes the tree as its work tree.
+    The tree and its .git/ are left as they were."""
+    tree = Path(tree)
+    dot_git = tree / ".git"
+    if dot_git.is_symlink() or not dot_git.is_dir():
+        raise GradeError(f"{tree} has no .git folder of its own (a link or a file there is not followed)")
+    with tempfile.TemporaryDirectory(dir=run_root()) as scratch:
+        git_dir = Path(scratch) / "git"
+        _host_git(git_dir, "init", "--quiet", "--bare", "--template=", str(git_dir), cwd=Path(scratch))
+        _host_git(git_dir, "fetch", "--quiet", "--no-tags", "--depth=1", str(dot_git.resolve()), base_commit, cwd=tree)
+        index = Path(scratch) / "index"
+        work = (f"--work-tree={tree}",)
+        _host_git(git_dir, *work, "read-tree", base_commit, cwd=tree, index=index)
+        _host_git(git_dir, *work, "add", "-A", cwd=tree, index=index)
+        diff = ("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", base_commit)
+        return _host_git(git_dir, *work, *diff, cwd=tree, index=index)
 
 
 def patch_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> str:
-    """What was edited inside a sandbox (e.g. by the main agent in the instance's image), as a patch."""
+    """What was edited inside a sandbox (e.g. by the main agent in the instance's image), as a patch. git runs in
+    the sandbox without hooks or fsmonitor; the host reads the diff file without following a link (a filter
+    driver the agent planted could swap it for one while git runs)."""
     name = "terminus-agent.diff"
+    hostfs.unlink(host_tmp(box), name)
+    diff = "diff --cached --binary --no-color --no-ext-diff --no-textconv"
     command = (
-        f"cd {workdir} && git add -A && git diff --cached --binary {shlex.quote(inst.base_commit)} "
-        f'> "${{TMPDIR:-/tmp}}/{name}"'
+        f'cd {workdir} && {GIT} add -A && {GIT} {diff} {shlex.quote(inst.base_commit)} > "${{TMPDIR:-/tmp}}/{name}"'
     )
     done = box.run(command, 300)
     if done.exit_code != 0:
         raise GradeError(f"{inst.instance_id}: cannot read the edits: {done.output.strip()[-300:]}")
-    return (host_tmp(box) / name).read_text(errors="replace")
+    try:
+        return read_sandbox_file(box, name).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        raise GradeError(f"{inst.instance_id}: cannot read the edits: the sandbox removed their diff") from None
+    except hostfs.UnsafePathError as err:
+        raise GradeError(f"{inst.instance_id}: cannot read the edits, refused: {err}") from None
 
 
 def grade_tree(inst: RepairInstance, tree: Path, backend: str | None = None, **kwargs) -> GradeResult:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from terminus.errors import TerminusError
 from terminus.io import write_text_atomic
 
 FORMATS = ("swebench", "pro")
 
 
-class PredictionsError(ValueError):
+class PredictionsError(TerminusError, ValueError):
     pass
 
 
@@ -40,27 +41,39 @@ def write_predictions(records: list[dict], path: Path | str, fmt: str = "swebenc
     return Path(path)
 
 
-def read_predictions(path: Path | str) -> dict[str, str]:
-    """instance_id -> patch, from either format (a JSON list, a JSON object keyed by id, or JSON lines)."""
+def read_predictions(path: Path | str) -> dict[str, object]:
+    """instance_id -> patch, from either format (a JSON list, a JSON object keyed by id, or JSON lines). A file
+    that is not UTF-8 JSON of objects with a string instance_id is a PredictionsError naming it. A patch is kept
+    as given (null is the empty patch): one that is not text is that prediction's error when it is graded."""
     path = Path(path)
     if not path.is_file():
         raise PredictionsError(f"predictions file {path} does not exist")
-    text = path.read_text()
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise PredictionsError(f"{path}: not UTF-8 text (byte {err.start})") from None
     try:
         if text.lstrip().startswith("["):
             records = json.loads(text)
         elif path.suffix == ".json" and text.lstrip().startswith("{"):
             loaded = json.loads(text)  # SWE-bench also accepts {instance_id: {...}}
-            records = [{"instance_id": k, **v} for k, v in loaded.items()] if "instance_id" not in loaded else [loaded]
+            if "instance_id" in loaded:
+                records = [loaded]
+            else:
+                records = [{"instance_id": k, **v} if isinstance(v, dict) else v for k, v in loaded.items()]
         else:
             records = [json.loads(line) for line in text.splitlines() if line.strip()]
     except json.JSONDecodeError as err:
         raise PredictionsError(f"{path}: not JSON or JSON lines ({err.msg} at line {err.lineno})") from None
-    out = {}
+    out: dict[str, object] = {}
     for i, record in enumerate(records):
-        if not isinstance(record, dict) or "instance_id" not in record:
-            raise PredictionsError(f"{path}: entry {i} has no instance_id")
+        if not isinstance(record, dict):
+            raise PredictionsError(f"{path}: entry {i} is not an object (a JSON {type(record).__name__})")
+        iid = record.get("instance_id")
+        if not isinstance(iid, str) or not iid:
+            raise PredictionsError(f"{path}: entry {i} has no instance_id (a non-empty string)")
         if "model_patch" not in record and "patch" not in record:
-            raise PredictionsError(f"{path}: entry {record['instance_id']} has neither model_patch nor patch")
-        out[record["instance_id"]] = record.get("model_patch", record.get("patch")) or ""
+            raise PredictionsError(f"{path}: entry {iid} has neither model_patch nor patch")
+        patch = record["model_patch"] if "model_patch" in record else record["patch"]
+        out[iid] = "" if patch is None else patch
     return out

@@ -6,9 +6,36 @@ validation, corpus tasks, predictions) reads only this record, never a family's 
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import asdict, dataclass, field, fields
 
+from terminus.tasks.manifest import SAFE_ID
+
 SCHEMA = "terminus.swe-instance/1"
+
+
+def file_stem(instance_id: str, limit: int = 120) -> str:
+    """A file name for an instance id: the id itself when it is a safe task id (SAFE_ID) of at most `limit`
+    characters, else its safe characters and a digest of the whole id (`../x`, `/abs`, `a b`, long ids), so that
+    no id names a path outside its folder and distinct ids keep distinct names."""
+    if SAFE_ID.match(instance_id) and len(instance_id) <= limit:
+        return instance_id
+    digest = hashlib.sha256(instance_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", instance_id).strip("-._")[: limit - len(digest) - 1]
+    return f"{readable}-{digest}" if readable else digest
+
+
+def file_names(instance_ids: list[str], suffix: str) -> dict[str, str]:
+    """{instance id: file name} for a folder of per-instance files; ValueError if two ids would share one."""
+    names = {i: file_stem(i) + suffix for i in instance_ids}
+    if len(set(names.values())) < len(names):
+        seen: dict[str, str] = {}
+        for iid, name in names.items():
+            if name in seen:
+                raise ValueError(f"instance ids {seen[name]!r} and {iid!r} would share the file name {name}")
+            seen[name] = iid
+    return names
 
 
 @dataclass
@@ -40,6 +67,9 @@ class RepairInstance:
     pre_test: list[str] = field(default_factory=list)
     """Commands run before the tests in the same shell (e.g. activating the image's conda environment)."""
     build_cmd: str | None = None
+    binds: list[str] = field(default_factory=list)
+    """Read-only host paths the tests need in the sandbox (an interpreter, a venv, a toolchain under /home or
+    /tmp, which bwrap keeps private): `PATH` or `HOST:INSIDE`."""
     run_script: str | None = None
     """SWE-Bench Pro's per-instance run_script.sh (text), when the harness's run_scripts folder is given."""
     parser_script: str | None = None
@@ -74,6 +104,8 @@ class GradeResult:
     statuses: dict[str, str] = field(default_factory=dict)
     """Every test the log parser saw, with its status (PASSED, FAILED, SKIPPED, ERROR, XFAIL)."""
     log: str = ""
+    outside_workspace: list[str] = field(default_factory=list)
+    """Repository files the tracebacks show imported from outside the workspace (the environment's own copy)."""
 
     def report(self) -> dict:
         """The entry of `terminus swe grade`'s report for this instance."""
@@ -81,6 +113,8 @@ class GradeResult:
             "resolved": self.resolved,
             "fail_to_pass": {"passed": len(self.f2p_passed), "failed": len(self.f2p_failed)},
             "pass_to_pass": {"passed": len(self.p2p_passed), "failed": len(self.p2p_failed)},
+            "patch_applied": self.patch_applied,
+            "error": self.error,
         }
 
     def to_dict(self) -> dict:

@@ -10,10 +10,26 @@ from concurrent.futures import ThreadPoolExecutor
 
 from terminus.io import drop_report
 from terminus.sandbox import Limits
-from terminus.swe.grade import grade_in_sandbox, instance_sandbox
+from terminus.swe.grade import NO_RESULT, grade_in_sandbox, instance_sandbox
 from terminus.swe.record import GradeResult, RepairInstance
 
 log = logging.getLogger(__name__)
+ENVIRONMENT = "environment:"
+
+
+def grade_both(
+    inst: RepairInstance,
+    backend: str | None,
+    options: dict | None = None,
+    timeout_s: float = 1800.0,
+    limits: Limits | None = None,
+) -> tuple[GradeResult, GradeResult]:
+    """(the empty patch's grade: base + test patch; the gold patch's grade), each in a fresh sandbox."""
+    with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+        before = grade_in_sandbox(box, inst, workdir, "", timeout_s)
+    with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+        after = grade_in_sandbox(box, inst, workdir, inst.gold_patch, timeout_s)
+    return before, after
 
 
 def check_instance(
@@ -26,29 +42,50 @@ def check_instance(
     """(why the instance is dropped, or None; what was observed). Each run is in a fresh sandbox."""
     observed: dict = {}
     try:
-        with instance_sandbox(inst, backend, options, limits) as (box, workdir):
-            before = grade_in_sandbox(box, inst, workdir, "", timeout_s)
-        with instance_sandbox(inst, backend, options, limits) as (box, workdir):
-            after = grade_in_sandbox(box, inst, workdir, inst.gold_patch, timeout_s)
+        before, after = grade_both(inst, backend, options, timeout_s, limits)
     except Exception as err:  # an environment that cannot even start is a reason to drop, not to stop
-        return f"environment: {type(err).__name__}: {err}", observed
+        return f"{ENVIRONMENT} {type(err).__name__}: {err}", observed
     observed = {"before": _summary(before), "after": _summary(after)}
-    if before.error:
-        return f"at base + test patch: {before.error}", observed
+    return drop_reason(before, after), observed
+
+
+def drop_reason(before: GradeResult, after: GradeResult) -> str | None:
+    """Why the instance is dropped: the environment's faults first (a test command that never started, no test
+    result with the gold patch, tests importing another copy of the repository), then the dataset's."""
+    for label, run in (("with the gold patch", after), ("at base + test patch", before)):
+        if run.error and run.error.startswith(ENVIRONMENT):
+            return f"{ENVIRONMENT} {label}: {run.error.removeprefix(ENVIRONMENT).strip()}"
+    if not after.resolved and after.outside_workspace:
+        return (
+            f"{ENVIRONMENT} with the gold patch the tests imported the repository from outside the workspace "
+            f"({after.outside_workspace[0]}): the environment has its own copy installed; make test_cmd import the "
+            "workspace (README: local rows)"
+        )
+    if after.error and NO_RESULT in after.error:  # the gold patch must pass its tests: nothing ran them
+        return f"{ENVIRONMENT} with the gold patch: {after.error}"
+    # No result at base alone is a build that fails before the fix (compiled languages): every test failed.
+    if before.error and NO_RESULT not in before.error:
+        return f"at base + test patch: {before.error}"
     if before.f2p_passed:
-        return f"FAIL_TO_PASS passes at base + test patch: {', '.join(before.f2p_passed[:5])}", observed
+        return f"FAIL_TO_PASS passes at base + test patch: {', '.join(before.f2p_passed[:5])}"
     if before.p2p_failed:
-        return f"PASS_TO_PASS fails at base + test patch: {', '.join(before.p2p_failed[:5])}", observed
+        return f"PASS_TO_PASS fails at base + test patch: {', '.join(before.p2p_failed[:5])}"
     if after.error:
-        return f"with the gold patch: {after.error}", observed
+        return f"with the gold patch: {after.error}"
     if not after.resolved:
         failed = after.f2p_failed + after.p2p_failed
-        return f"with the gold patch these tests still fail: {', '.join(failed[:5])}", observed
-    return None, observed
+        return f"with the gold patch these tests still fail: {', '.join(failed[:5])}"
+    return None
 
 
 def _summary(result: GradeResult) -> dict:
-    return {"resolved": result.resolved, "error": result.error, "statuses": result.statuses}
+    return {
+        "resolved": result.resolved,
+        "error": result.error,
+        "patch_applied": result.patch_applied,
+        "outside_workspace": result.outside_workspace,
+        "statuses": result.statuses,
+    }
 
 
 def validate_instances(
@@ -80,5 +117,8 @@ def validate_instances(
         family=lambda i: i.family,
         language=lambda i: i.language,
     )
+    # The environment's faults (fix the environment, keep the row) apart from the dataset's (drop the row).
+    environment = sum(reason.startswith(ENVIRONMENT) for reason in dropped.values())
+    report["dropped_by_cause"] = {"environment": environment, "instance": len(dropped) - environment}
     report["observed"] = observed
     return kept, report

@@ -113,8 +113,12 @@ def load_tasks(path: Path) -> list[Task]:
     path = Path(path)
     if not path.is_file():
         raise TaskFileError(f"task file {path} does not exist (build it with `terminus tasks build`)")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise TaskFileError(f"task file {path}: not UTF-8 text (byte {err.start})") from None
     tasks = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from terminus.sandbox import make_sandbox
+from terminus.sandbox import hostfs, make_sandbox
 
 log = logging.getLogger(__name__)
 
@@ -132,12 +132,12 @@ def run_tests(root: Path, timeout_s: float, backend: str | None) -> Outcome:
     """Run the suite in a sandbox over a copy of root and read junit (the ground truth, not the summary)."""
     with make_sandbox(backend, root) as box:
         result = box.run(PYTEST, timeout_s)
-        junit = Path(box.workspace) / JUNIT
         if result.timed_out:
             return Outcome(0, 0, 0, [], {}, timed_out=True)
-        if not junit.is_file():
+        # The suite wrote the report in the workspace: read it without following a link it may have planted.
+        if not hostfs.is_file(Path(box.workspace), JUNIT):
             return Outcome(0, 0, 0, [], {}, crashed=True)
-        return parse_junit(junit.read_text())
+        return parse_junit(hostfs.read_text(Path(box.workspace), JUNIT))
 
 
 def parse_junit(text: str) -> Outcome:

@@ -1,6 +1,10 @@
 """Held-out evidence that training works: base, SFT and GRPO models run the test split's tasks through the real
 loop and sandbox (greedy), scored by the fact checker; GRPO's reward over its steps from its metrics log.
-Writes results/<run>/training/summary.json."""
+Writes results/<run>/training/summary.json.
+
+Each model is made once through `models.shared_policy`, as an eval cell makes its subagent: `transformers` loads it
+in this process (smoke scale), `vllm` serves it with vLLM's OpenAI-compatible server for the model's episodes,
+which call it concurrently so that vLLM batches them (paper scale: `model.summary_policy`)."""
 
 from __future__ import annotations
 
@@ -29,15 +33,22 @@ def held_out(
     max_new_tokens: int = 256,
     concurrency: int = 2,
     backend: str | None = None,
+    policy: str = "transformers",
+    name: str | None = None,
 ) -> dict:
     tasks = {t.id: t for t in load_tasks(tasks_file) if t.split == split}
     if not tasks:
         raise ValueError(f"{tasks_file} has no {split} tasks")
-    from terminus.models.local import TransformersPolicy
+    from terminus.models import shared_policy
+    from terminus.models.local import warm_imports
 
-    policy = TransformersPolicy(model, max_new_tokens=max_new_tokens)  # loaded once, shared by the episodes
-    jobs = [(tid, partial(_episode, t, tasks_file, policy, max_turns, backend)) for tid, t in sorted(tasks.items())]
-    records = run_jobs(jobs, out, concurrency, show_progress=True, label=f"held-out ({Path(model).name})")
+    warm_imports()
+    name = name or Path(model).name
+    # made once, shared by the episodes (a served model only while its own episodes run)
+    logs = out.parent / "logs"
+    with shared_policy(policy, model, served_name=name, log_dir=logs, max_new_tokens=max_new_tokens) as shared:
+        jobs = [(i, partial(_episode, t, tasks_file, shared, max_turns, backend)) for i, t in sorted(tasks.items())]
+        records = run_jobs(jobs, out, concurrency, show_progress=True, label=f"held-out ({name})")
     answered, recalls = [], []
     for r in records:
         task = tasks[r["task_id"]]
@@ -66,6 +77,7 @@ def training_summary(
     max_new_tokens: int = 256,
     concurrency: int = 2,
     backend: str | None = None,
+    policy: str = "transformers",
 ) -> dict:
     summary: dict = {}
     for name, model in models.items():
@@ -77,6 +89,8 @@ def training_summary(
             max_new_tokens=max_new_tokens,
             concurrency=concurrency,
             backend=backend,
+            policy=policy,
+            name=name,
         )
     curve = reward_curve(grpo_metrics)
     if not curve:

@@ -1,6 +1,6 @@
 """`terminus export`: a trained checkpoint -> a self-contained model folder (LoRA merged into the base,
-safetensors, tokenizer, chat template, generation config, model card), verified to load in transformers and
-in vLLM with the same greedy output on a fixed prompt."""
+safetensors, tokenizer, chat template, generation config, model card), verified to load in vLLM and score a fixed
+episode as the trained model does (`parity`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import logging
 import shutil
 from pathlib import Path
 
-from terminus.agent.template import CHAT_KWARGS, install
+from terminus.agent.template import install
 from terminus.agent.terminal import TERMINAL_TOOL
 from terminus.io import write_json_atomic
 
@@ -18,6 +18,27 @@ CHECK_MESSAGES = [
     {"role": "system", "content": "You are an execution subagent. Run commands with the terminal tool."},
     {"role": "user", "content": "Run the unit tests and tell me what fails and why."},
 ]
+CHECK_REPLY = [
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "type": "function",
+                "function": {"name": "run_in_terminal", "arguments": {"command": "pytest -q", "timeout_ms": 60000}},
+            }
+        ],
+    },
+    {"role": "tool", "content": "F.\nFAILED tests/test_core.py::test_total - assert 3 == 4\n1 failed, 1 passed\n"},
+    {
+        "role": "assistant",
+        "content": "<final_answer>\nCommand: pytest -q\nSummary: 1 failed (tests/test_core.py::test_total), 1 passed."
+        "\n</final_answer>",
+    },
+]
+PARITY_TOLERANCE = 0.02
+"""Nats a token by which vLLM's float32 log-probabilities of the check episode may differ from the trained model's;
+a correct export differs by rounding (~1e-6 on the CPU, ~1e-3 where GPU kernels reorder sums)."""
 
 
 def merge(model_dir: Path, base: str | None = None):
@@ -77,41 +98,71 @@ def model_card(name: str, base: str, counts: dict | None, recipes: list[Path], s
     return "\n".join(lines) + "\n"
 
 
-def greedy_transformers(model_dir: Path, tokens: int) -> tuple[list[int], list[int]]:
+def check_ids(tokenizer) -> list[int]:
+    """A fixed episode through the exported chat template (a tool call, its output, a final answer): the tokens
+    both engines are scored on."""
+    return list(
+        tokenizer.apply_chat_template(
+            [*CHECK_MESSAGES, *CHECK_REPLY], tools=[TERMINAL_TOOL], tokenize=True, return_dict=True
+        )["input_ids"]
+    )
+
+
+def reference_logprobs(model, ids: list[int], device: str) -> list[float]:
+    """log p(token | tokens before it) for every token after the first, from the model in memory, in float32."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype="auto").eval()
-    prompt = tokenizer.apply_chat_template(
-        CHECK_MESSAGES,
-        tools=[TERMINAL_TOOL],
-        add_generation_prompt=True,
-        tokenize=True,
-        return_dict=True,
-        **CHAT_KWARGS,
-    )["input_ids"]
+    model = model.to(device=device, dtype=torch.float32).eval()
     with torch.no_grad():
-        out = model.generate(
-            torch.tensor([prompt]),
-            max_new_tokens=tokens,
-            do_sample=False,
-            min_new_tokens=tokens,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-    return list(prompt), out[0, len(prompt) :].tolist()
+        logits = model(torch.tensor([ids], device=device)).logits[0, :-1].float()
+    picked = logits.log_softmax(-1).gather(-1, torch.tensor(ids[1:], device=device)[:, None])
+    return picked[:, 0].tolist()
 
 
-def greedy_vllm(model_dir: Path, prompt: list[int], tokens: int) -> list[int]:
+def vllm_logprobs(model_dir: Path, ids: list[int]) -> list[float]:
+    """The same log-probabilities from vLLM loading the exported folder, in float32 (vLLM's prompt logprobs)."""
     import os
 
     from vllm import LLM, SamplingParams
 
+    from terminus.models.serve import _cuda, fitting_memory_fraction
+
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    llm = LLM(model=str(model_dir), enforce_eager=True, max_model_len=4096, dtype="float32")
-    params = SamplingParams(temperature=0.0, max_tokens=tokens, min_tokens=tokens, ignore_eos=True)
-    out = llm.generate([{"prompt_token_ids": prompt}], params, use_tqdm=False)
-    return list(out[0].outputs[0].token_ids)
+    engine = {"gpu_memory_utilization": fitting_memory_fraction()} if _cuda() else {}
+    llm = LLM(model=str(model_dir), enforce_eager=True, max_model_len=4096, dtype="float32", **engine)
+    params = SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=0)
+    out = llm.generate([{"prompt_token_ids": ids}], params, use_tqdm=False)[0]
+    return [entry[token].logprob for token, entry in zip(ids[1:], out.prompt_logprobs[1:], strict=True)]
+
+
+def parity(model, tokenizer, model_dir: Path, tolerance: float = PARITY_TOLERANCE) -> dict:
+    """Does vLLM, loading the exported folder, score a fixed episode as the trained model in memory does?
+
+    Like with like: both sides in float32 (exact for bf16 weights), on the same device class (CUDA where vLLM runs
+    on a GPU, else the CPU), teacher-forced on the same tokens, so nothing but the export itself can make them
+    disagree; greedy decoding would turn a near-tie into a different continuation. A correct export agrees to
+    rounding (below 1e-3 nats a token); a wrong or missing weight, config or template moves them by far more."""
+    import gc
+
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    ids = check_ids(tokenizer)
+    reference = reference_logprobs(model, ids, device)
+    model.to("cpu")  # the reference's GPU memory goes back before vLLM measures what is free
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    served = vllm_logprobs(model_dir, ids)
+    diff = max(abs(a - b) for a, b in zip(reference, served, strict=True))
+    return {
+        "tokens": len(ids),
+        "dtype": "float32",
+        "device": device,
+        "max_abs_logprob_diff": round(diff, 3),  # a correct export's is noise; three decimals repeat run to run
+        "tolerance": tolerance,
+        "match": diff <= tolerance,
+    }
 
 
 def export(
@@ -123,7 +174,6 @@ def export(
     recipes: list[Path] = (),
     summary: Path | None = None,
     check_vllm: bool = True,
-    check_tokens: int = 16,
 ) -> dict:
     from transformers import GenerationConfig
 
@@ -146,14 +196,10 @@ def export(
             _read(summary),
         )
     )
-    check = {"tokens": check_tokens}
-    prompt, check["transformers"] = greedy_transformers(staging, check_tokens)
-    if check_vllm:
-        check["vllm"] = greedy_vllm(staging, prompt, check_tokens)
-        check["match"] = check["vllm"] == check["transformers"]
-    else:
-        check["vllm"], check["match"] = None, None
+    check = parity(model, tokenizer, staging) if check_vllm else {"match": None}
     write_json_atomic(staging / "export_check.json", check)
+    if check["match"] is False:  # left in staging for a look, never published as the export
+        return check | {"folder": str(staging)}
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
     return check

@@ -271,15 +271,29 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
         rollout_func=make_rollout(task_map, tasks_file, script_args),
-        callbacks=[MetricsJsonl(Path(training_args.output_dir) / "metrics.jsonl")],
+        callbacks=[MetricsJsonl(training_args.output_dir)],
     )
     with stack:
         return train_and_save(trainer, tokenizer, training_args, model_args)
 
 
+def refuse_several_processes(env: dict | None = None) -> None:
+    """One training process only. Lockstep rollouts end when their episodes end, so with several ranks each calls
+    generation a different number of times per step, and TRL's collectives (vLLM's gather, the weight sync) wait
+    forever for the ranks that are done. Checked before TRL's parser, which would join the process group first."""
+    world = int((env if env is not None else os.environ).get("WORLD_SIZE") or 1)
+    if world > 1:
+        raise ValueError(
+            f"terminus grpo runs as one training process, not {world} (WORLD_SIZE): its lockstep rollouts call "
+            "generation a different number of times on each rank and TRL's collectives deadlock; run it without "
+            "accelerate launch or torchrun, on one GPU"
+        )
+
+
 def parse(argv: list[str]):
     from trl import GRPOConfig, ModelConfig
 
+    refuse_several_processes()
     return parse_recipe((GRPOScriptArguments, GRPOConfig, ModelConfig), argv)
 
 

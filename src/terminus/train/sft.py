@@ -17,6 +17,7 @@ from transformers import TrainerCallback
 
 from terminus.agent.template import TemplateError, describe, install
 from terminus.config import ROOT, resolve_model
+from terminus.io import append_jsonl, write_jsonl_atomic
 
 log = logging.getLogger(__name__)
 
@@ -27,18 +28,57 @@ class SFTScriptArguments:
     dry_run: bool = field(default=False, metadata={"help": "Parse and validate everything, train nothing."})
 
 
-class MetricsJsonl(TrainerCallback):
-    """Every log line of the trainer, appended to <output_dir>/metrics.jsonl (what the notebooks plot)."""
+LIVE_LOG = "train_log.jsonl"
+METRICS = "metrics.jsonl"
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+
+class MetricsJsonl(TrainerCallback):
+    """Every log line of the trainer, appended as it comes to <output_dir>/train_log.jsonl, the log of the whole run
+    across the segments a resumed run is made of; `train_and_save` copies it to <output_dir>/metrics.jsonl (what the
+    notebooks plot) when training ends.
+
+    The live log is never a workflow output: Snakemake deletes a failed job's declared outputs, so a run cut off at
+    its slurm time limit and resubmitted would otherwise start its curve again at the checkpoint it resumes from.
+    A segment that resumes from checkpoint N drops the rows past step N (the steps it redoes), so no step is lost or
+    logged twice."""
+
+    def __init__(self, output_dir: Path | str) -> None:
+        self.path = Path(output_dir) / LIVE_LOG
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero or not self.path.is_file():
+            return
+        # a segment's closing row (train_runtime, ...) is written again by the segment that finishes the run
+        rows = _whole_lines(self.path)
+        kept = [r for r in rows if r.get("step", 0) <= state.global_step and "train_runtime" not in r]
+        write_jsonl_atomic(self.path, kept)
+        if kept:
+            log.info("%s: the curve continues after step %d (%d rows kept)", self.path, state.global_step, len(kept))
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as fh:
-            fh.write(json.dumps({"step": state.global_step, "epoch": state.epoch, **logs}) + "\n")
+        append_jsonl(self.path, {"step": state.global_step, "epoch": state.epoch, **logs})
+
+
+def _whole_lines(path: Path) -> list[dict]:
+    """The records of a log that a kill may have cut inside its last line (append_jsonl writes whole lines, but a
+    log from an older version may not end in one)."""
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            log.warning("%s: dropped a partial line", path)
+    return rows
+
+
+def publish_metrics(output_dir: Path | str) -> Path:
+    """<output_dir>/metrics.jsonl, the whole run's log, written atomically from the live log."""
+    output_dir = Path(output_dir)
+    live, out = output_dir / LIVE_LOG, output_dir / METRICS
+    write_jsonl_atomic(out, _whole_lines(live) if live.is_file() else [])
+    return out
 
 
 def last_checkpoint(output_dir: str) -> str | None:
@@ -129,7 +169,7 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
         eval_dataset=data["validation"] if "validation" in data and training_args.eval_strategy != "no" else None,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        callbacks=[MetricsJsonl(Path(training_args.output_dir) / "metrics.jsonl")],
+        callbacks=[MetricsJsonl(training_args.output_dir)],
     )
     return train_and_save(trainer, tokenizer, training_args, model_args)
 
@@ -143,6 +183,8 @@ def train_and_save(trainer, tokenizer, training_args, model_args) -> dict:
     final = Path(training_args.output_dir) / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
+    if trainer.is_world_process_zero():
+        publish_metrics(training_args.output_dir)
     summary = {
         "train_loss": result.training_loss,
         "steps": trainer.state.global_step,

@@ -1,0 +1,93 @@
+"""What a main agent's query asks the subagent to run: a command it names, test files or test ids, a keyword, a
+build target. The scripted expert runs what was asked and falls back to its own discovery only for what the
+query leaves open (the paper's query forms: test execution naming a file, an id or a keyword; error diagnosis
+naming a failing command; a build naming a target; a dependency check).
+
+>>> a = read_query("Run `PYTHONPATH=src python -m pytest tests/test_io.py -x` and tell me why it fails.")
+>>> a.command, a.env
+('PYTHONPATH=src python -m pytest tests/test_io.py -x', {'PYTHONPATH': 'src'})
+>>> read_query("Run tests/test_io.py::TestRead::test_empty[utf 8] and tests/test_cli.py only.").tests
+['tests/test_io.py::TestRead::test_empty[utf 8]', 'tests/test_cli.py']
+>>> read_query("Run the tests matching -k 'parse and not slow' please").keyword
+'parse and not slow'
+>>> read_query("Build the `server` target and report the errors.").target
+'server'
+>>> read_query("Run `node --check on the sources` and summarise.").command is None
+True
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+# The programs a named command may start with (after VAR=value assignments): a backticked span that starts with
+# another word is prose or a file name, not a command.
+PROGRAMS = {
+    "python", "python3", "pytest", "py.test", "tox", "nox", "uv", "poetry", "pip", "pip3",
+    "node", "npm", "npx", "yarn", "pnpm", "jest", "mocha", "vitest",
+    "cargo", "rustc", "go", "make", "cmake", "ctest", "ninja", "meson",
+    "mvn", "gradle", "./gradlew", "./mvnw", "dotnet", "bash", "sh", "env", "cd", "./configure", "ls", "cat", "git",
+}  # fmt: skip
+# Words that mark a backticked span as a description ("node --check on the sources"), not a command line.
+PROSE = {"the", "on", "all", "every", "each", "its", "sources"}
+TEST_FILE = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*(?:test_[\w-]+\.py|[\w-]+_test\.py|[\w.-]+\.(?:test|spec)\.[cm]?[jt]s|[\w-]+_test\.go)"
+    r"(?:::[\w.-]+(?:::[\w.-]+)*(?:\[[^\]\n]*\])?)?)"
+)
+KEYWORD = re.compile(r"-k\s+(?:'([^']+)'|\"([^\"]+)\"|(\S+))")
+TARGET = re.compile(r"(?:--target\s+|\btarget\s+`?|`([\w.+-]+)`\s+target\b)([\w.+-]*)`?", re.I)
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+@dataclass
+class Asked:
+    command: str | None = None
+    """A command line the query names (in backticks), as given."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables the named command sets before its program (`PYTHONPATH=src pytest ...`)."""
+    tests: list[str] = field(default_factory=list)
+    """Test files or ids the query names (pytest node ids, `*.test.js`, `*_test.go`)."""
+    keyword: str | None = None
+    """A `-k` expression."""
+    target: str | None = None
+    """A build target."""
+
+    @property
+    def names_anything(self) -> bool:
+        return bool(self.command or self.tests or self.keyword or self.target)
+
+
+def named_command(span: str) -> tuple[str, dict[str, str]] | None:
+    """(the command, its leading assignments) when a backticked span is a command line, else None."""
+    try:
+        words = shlex.split(span)
+    except ValueError:
+        return None
+    env = {}
+    while words and ASSIGNMENT.match(words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    program = words[0] if words else ""
+    if not (program in PROGRAMS or program.startswith("./")) or PROSE & {w.lower() for w in words[1:]}:
+        return None
+    return span.strip(), env
+
+
+def read_query(query: str) -> Asked:
+    asked = Asked()
+    for span in re.findall(r"`([^`\n]+)`", query):
+        found = named_command(span)
+        if found:
+            asked.command, asked.env = found
+            break
+    if asked.command is None:
+        asked.tests = list(dict.fromkeys(m.group(1) for m in TEST_FILE.finditer(query)))
+        keyword = KEYWORD.search(query)
+        if keyword:
+            asked.keyword = next(g for g in keyword.groups() if g)
+        target = TARGET.search(query)
+        if target and (target.group(1) or target.group(2)):
+            asked.target = target.group(1) or target.group(2)
+    return asked

@@ -1,0 +1,3 @@
+from shapes.scale import scale
+
+__all__ = ["scale"]

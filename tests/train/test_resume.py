@@ -1,0 +1,140 @@
+"""A training run longer than one slurm job keeps its curve: `rule grpo` killed mid-run (what slurm does at a job's
+time limit) and run again resumes from its last checkpoint, and the metrics it publishes hold every step once,
+although Snakemake deleted the failed job's declared outputs in between."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from terminus.config import ROOT
+from terminus.train.sft import LIVE_LOG, MetricsJsonl, publish_metrics
+
+BIN = str(Path(sys.executable).parent)
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc: the test needs the job's PID, not the workflow's)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.fixture
+def run(tiny_model, sft_data, tmp_path):
+    """A run folder under the repository (where the rules write) with GRPO's inputs in place: the tiny model as
+    the SFT export, the training corpus as the validated tasks, and a 5-step recipe that saves every 2 steps."""
+    name = f"resume-test-{uuid.uuid4().hex[:8]}"
+    folder = ROOT / "results" / name
+    tasks, _ = sft_data
+    (folder / "tasks").mkdir(parents=True)
+    shutil.copytree(tiny_model, folder / "models" / "sft-merged")
+    shutil.copy(tasks, folder / "tasks" / "valid.jsonl")
+    shutil.copytree(tasks.parent / "repos", folder / "tasks" / "repos")  # workspaces are relative to the task file
+    (folder / "tasks" / "valid.validation.trajectories.jsonl").write_text((tasks.parent / "traj.jsonl").read_text())
+    recipe = yaml.safe_load((ROOT / "configs/grpo/tiny.yaml").read_text())
+    recipe |= {"max_steps": 5, "save_steps": 2, "max_turns": 2, "max_new_tokens": 24, "report_to": "none"}
+    recipe |= {"max_completion_length": 1024}
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    config = yaml.safe_load((ROOT / "configs/config.yaml").read_text())
+    config["run"] = name
+    config["model"]["grpo_recipe"] = str(tmp_path / "recipe.yaml")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    yield folder, tmp_path / "config.yaml"
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def job_log(folder: Path) -> str:
+    log = folder / "logs" / "grpo.log"
+    return log.read_text()[-3000:] if log.is_file() else ""
+
+
+def snakemake_grpo(folder: Path, config: Path) -> list[str]:
+    """The grpo rule alone, on inputs put in place by hand (their own rules are not run)."""
+    target = f"results/{folder.name}/models/grpo/final"
+    options = ["--configfile", str(config), "--cores", "1", "--allowed-rules", "grpo", "--rerun-triggers=mtime"]
+    return [sys.executable, "-m", "snakemake", *options, target]
+
+
+@pytest.mark.slow
+def test_a_grpo_job_killed_mid_run_and_rerun_keeps_its_whole_curve(run):
+    folder, config = run
+    grpo = folder / "models" / "grpo"
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    command = snakemake_grpo(folder, config)
+    first = subprocess.Popen(
+        command, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    # kill -9 the job once it has logged a step past its first checkpoint (step 3 is then lost work, redone)
+    deadline = time.time() + 900
+    while time.time() < deadline and not any(r.get("step") == 3 and "reward" in r for r in rows(grpo / LIVE_LOG)):
+        assert first.poll() is None, first.stdout.read()[-2000:] + job_log(folder)
+        time.sleep(0.2)
+    assert (grpo / "checkpoint-2").is_dir()
+    jobs = [p for p in descendants(first.pid) if "terminus grpo" in cmdline(p) or "terminus.train.grpo" in cmdline(p)]
+    assert jobs, "the grpo job's process was not found"
+    for pid in jobs:
+        os.kill(pid, signal.SIGKILL)
+    text = first.communicate(timeout=120)[0]
+    assert first.returncode != 0, text[-3000:]
+    assert not (grpo / "metrics.jsonl").exists()  # Snakemake removed the failed job's declared outputs
+    before = [r for r in rows(grpo / LIVE_LOG) if "reward" in r]
+    assert [r["step"] for r in before][:3] == [1, 2, 3]
+
+    again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-2000:] + job_log(folder)
+    curve = [r for r in rows(grpo / "metrics.jsonl") if "reward" in r]
+    assert [r["step"] for r in curve] == [1, 2, 3, 4, 5]  # no step lost, none twice
+    # steps 1-2 are the first segment's rows (their step_time is wall clock: a run started over would differ), and
+    # step 3, which the kill cut after its checkpoint, was trained again
+    assert "step_time" in curve[0] and curve[:2] == before[:2] and curve[2] != before[2]
+    assert [r for r in rows(grpo / "metrics.jsonl") if "train_runtime" in r][-1]["step"] == 5
+
+
+class State:
+    def __init__(self, step: int) -> None:
+        self.global_step, self.epoch, self.is_world_process_zero = step, step / 10, True
+
+
+def test_a_resumed_segment_drops_the_steps_it_redoes_and_a_cut_last_line(tmp_path):
+    callback = MetricsJsonl(tmp_path)
+    for step in (1, 2, 3):
+        callback.on_log(None, State(step), None, logs={"reward": step / 10})
+    callback.on_log(None, State(3), None, logs={"train_runtime": 1.0})
+    with (tmp_path / LIVE_LOG).open("a") as fh:
+        fh.write('{"step": 4, "rew')  # a kill inside a write of an older version
+    callback.on_train_begin(None, State(2), None)  # resumed from checkpoint-2
+    callback.on_log(None, State(3), None, logs={"reward": 0.9})
+    published = rows(publish_metrics(tmp_path))
+    assert [(r["step"], r["reward"]) for r in published] == [(1, 0.1), (2, 0.2), (3, 0.9)]
