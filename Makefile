@@ -54,18 +54,22 @@ learning: $(STAMP) sysdeps
 dry-run-paper: $(STAMP)
 	$(BIN)/snakemake -n --configfile configs/paper.yaml --executor slurm --jobs 20 --quiet rules
 
+# Executes every notebook headless on results/cached/: the executed notebooks, figures inline, stay in
+# results/notebooks-cached/ and the figures in results/figures-cached/ (both ignored by git).
 notebooks: $(STAMP)
 	$(BIN)/python scripts/run_notebooks.py results/cached
 
 # JupyterLab on notebooks/: registers this venv as the Jupyter kernel `terminus` (for any Jupyter front end), and the
-# notebooks read results/cached/, or a run: `make lab RUN=results/smoke`. Figures go to results/figures-<run>/ (as
-# with `make notebooks`), never into the committed results/cached/. LAB_ARGS passes flags, e.g. --no-browser.
+# notebooks read results/cached/, or a run: `make lab RUN=results/smoke`. Figures show in the notebooks and go to
+# results/figures-<run>/ (as with `make notebooks`), never into the committed results/cached/. As root (a cluster
+# container) Jupyter needs --allow-root, which is added. LAB_ARGS passes flags, e.g. --no-browser.
 RUN ?= results/cached
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
 	@test -d $(RUN) || { echo "error: $(RUN) is not a results folder (make lab RUN=results/<run>)"; exit 2; }
 	$(BIN)/python -m ipykernel install --user --name terminus --display-name "terminus (.venv)"
 	TERMINUS_RESULTS=$(abspath $(RUN)) TERMINUS_FIGURES=$(CURDIR)/results/figures-$(notdir $(abspath $(RUN))) \
-		$(BIN)/jupyter lab notebooks/ $(LAB_ARGS)
+		$(BIN)/jupyter lab notebooks/ $(LAB_ROOT) $(LAB_ARGS)
 
 test: $(STAMP) sysdeps lint
 	$(BIN)/pytest -m "not slow"

@@ -19,7 +19,7 @@
 import os
 
 results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # or a run folder; `make lab RUN=results/smoke` sets it
-figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures
+figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures (results/figures-cached for results/cached)
 
 # %%
 from terminus import analysis

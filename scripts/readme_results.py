@@ -1,15 +1,20 @@
-"""The README's results table, from the committed tables (results/cached/ and results/benchmarks/learning.json).
+"""The README's measured figures, from the committed tables (results/cached/ and results/benchmarks/*.json): the
+results table, and every figure in the prose.
 
     python scripts/readme_results.py          # print the table
-    python scripts/readme_results.py --check  # exit 1 when README.md's table differs (tests/test_readme.py runs it)
+    python scripts/readme_results.py --write  # rewrite README.md's table and figures from the tables
+    python scripts/readme_results.py --check  # exit 1 when README.md differs (tests/test_readme.py runs it)
 
-The table sits in README.md between `<!-- results -->` and `<!-- /results -->`.
+The table sits in README.md between `<!-- results -->` and `<!-- /results -->`; each figure in the prose between
+`<!-- f:NAME -->` and `<!-- /f -->`, NAME one of `figures()`'s keys.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -19,6 +24,15 @@ sys.path.insert(0, str(ROOT / "src"))
 from terminus.analysis import seed_interval  # noqa: E402
 
 START, END = "<!-- results -->", "<!-- /results -->"
+# learning.json's targets, as the README names them
+TARGETS = {
+    "sft_final_answer_rate": "SFT's final-answer rate",
+    "sft_fact_recall": "SFT's fact recall",
+    "grpo_final_answer_rate_vs_sft": "GRPO's final-answer rate minus SFT's",
+    "grpo_reward_rises_every_seed": "GRPO's reward rise on each seed",
+    "grpo_mean_rise_over_std": "GRPO's mean rise against its spread over seeds",
+}
+FIGURE = re.compile(r"<!-- f:(\w+) -->(.*?)<!-- /f -->", re.S)
 
 
 def _interval(row: dict, key: str, digits: int = 2) -> str:
@@ -46,6 +60,13 @@ def smoke_rows(cached: Path) -> list[str]:
         lines.append(
             f"| {sub} | {_interval(repair, 'main_agent_tokens', 0)} | {_interval(repair, 'resolve_rate')} | {recall} |"
         )
+    scripted = rows.get(("scripted", "execution"), {}).get("fact_recall")
+    if scripted and float(scripted) == 1.0:
+        lines += [
+            "",
+            "The scripted subagent's fact recall of 1.00 is true by construction: `terminus tasks validate` keeps",
+            "only the tasks whose facts the scripted expert's answer states: it describes the corpus, not the expert.",
+        ]
     return lines
 
 
@@ -81,18 +102,151 @@ def table() -> str:
     return "\n".join(lines)
 
 
+def _json(name: str) -> dict:
+    return json.loads((ROOT / "results" / "benchmarks" / f"{name}.json").read_text())
+
+
+def _k(tokens: float) -> str:
+    return f"{tokens / 1000:.1f}k"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _smoke_repair_sentence(cached: Path) -> str:
+    rows = {
+        r["subagent"]: r
+        for r in csv.DictReader((cached / "eval" / "summary.csv").open())
+        if r["benchmark"] == "repair"
+    }
+
+    def outcome(sub: str) -> str:
+        r = rows[sub]
+        n = int(r["n"])
+        return f"{round(float(r['resolve_rate']) * n)} of {n} ({_k(float(r['main_agent_tokens']))} tokens)"
+
+    return (
+        f"with the SFT tiny model as subagent the reader resolves {outcome('sft')}, with GRPO's {outcome('grpo')}, "
+        f"against {outcome('scripted')} with the scripted subagent and {outcome('none')} without a subagent"
+    )
+
+
+def figures() -> dict[str, str]:
+    """Every figure the README's prose states, by name, as the committed tables give it."""
+    cached = ROOT / "results" / "cached"
+    out: dict[str, str] = {}
+    repro = _json("reproducibility")
+    walls = sorted(repro["wall_s"].values())
+    out["smoke_minutes"] = f"~{walls[0] / 60:.0f}-{walls[-1] / 60:.0f} min"
+    out["reproduce_minutes"] = f"~{sum(walls) / 60:.0f} min"
+    out["repro_commit"] = repro["git_commit"][:7]
+    out["repro_identical"] = f"{len(repro['identical'])} files identical"
+    out["repro_differing"] = "none differing" if not repro["differing"] else f"{len(repro['differing'])} differing"
+    smoke = json.loads((cached / "training" / "summary.json").read_text())
+    out["smoke_sft_final"] = f"{smoke['sft']['final_answer_rate']:.2f}"
+    out["smoke_grpo_final"] = f"{smoke['grpo']['final_answer_rate']:.2f}"
+    out["smoke_grpo_steps"] = str(smoke["grpo"]["steps"])
+    out["smoke_repair"] = _smoke_repair_sentence(cached)
+    learning = _json("learning")
+    mean = {
+        (stage, key): statistics.fmean(r[stage][key] for r in learning["per_seed"])
+        for stage in ("sft", "grpo")
+        for key in ("final_answer_rate", "fact_recall")
+    }
+    out["learning_sft_final"] = f"{mean['sft', 'final_answer_rate']:.2f}"
+    out["learning_sft_recall"] = _pct(mean["sft", "fact_recall"])
+    out["learning_grpo_final"] = f"{mean['grpo', 'final_answer_rate']:.2f}"
+    out["learning_base_final"] = (
+        f"{statistics.fmean(r['base']['final_answer_rate'] for r in learning['per_seed']):.2f}"
+    )
+    rises = [r["grpo"]["reward_last_quarter"] - r["grpo"]["reward_first_quarter"] for r in learning["per_seed"]]
+    up = sum(x > 0 for x in rises)
+    out["learning_grpo_reward"] = (
+        "does not raise its reward" if not up else f"raises its reward on {up} of {len(rises)} seeds"
+    )
+    out["learning_targets"] = "; ".join(
+        f"{TARGETS.get(name, name)} {t['target']}: {'met' if t['met'] else 'missed'}"
+        for name, t in learning["targets"].items()
+    )
+    seed = sorted((cached / "learning").glob("seed-*"))[0]
+    out["learning_grpo_steps"] = str(json.loads((seed / "training__summary.json").read_text())["grpo"]["steps"])
+    counts = json.loads((seed / "sft-data__counts.json").read_text())
+    out["learning_expert"] = f"~{round(counts['train'] - counts['augmented'], -1):.0f}"
+    probe = _json("learning_probe")["models"]
+    out["probe_train_exact"] = _pct(probe["sft"]["train"]["exact_command"])
+    out["probe_validation_exact"] = _pct(probe["sft"]["validation"]["exact_command"])
+    out["probe_recall_before"] = f"{probe['sft']['held_out']['fact_recall']:.2f}"
+    out["probe_recall_decision"] = f"{probe['sft-decision']['held_out']['fact_recall']:.2f}"
+    out["probe_train_exact_decision"] = _pct(probe["sft-decision"]["train"]["exact_command"])
+    savings = _json("token_savings")
+    by = savings["by_subagent"]
+    out["savings_ratio"] = f"{savings['ratio']:.2f}x"
+    out["savings_tokens"] = f"{_k(by['scripted']['tokens'])} vs {_k(by['none']['tokens'])}"
+    out["savings_resolve"] = f"{by['scripted']['resolve']:.1f} vs {by['none']['resolve']:.1f}"
+    out["savings_direct"] = f"{by['none']['direct_terminal_calls']:.1f}"
+    out["savings_silent"] = (
+        f"{_k(by['silent']['tokens'])} ({by['silent']['tokens'] / by['scripted']['tokens']:.1f}x scripted)"
+    )
+    out["savings_tiny"] = _k(by["tiny-base"]["tokens"])
+    overhead = _json("sandbox_overhead")
+    out["overhead"] = ", ".join(
+        f"{name} {overhead[name]['median_overhead_ms']:.{0 if overhead[name]['median_overhead_ms'] >= 20 else 1}f} ms"
+        for name in ("local", "bwrap", "docker")
+    )
+    compression = _json("summary_compression")
+    out["compression"] = f"{100 * compression['ratio_median']:.1f}%"
+    out["compression_recall"] = f"{compression['fact_recall']:.1f}"
+    served = _json("served_eval")
+    out["served_speedup"] = f"{served['speedup_c16_vs_c1']:.1f}x"
+    out["served_vs_reload"] = f"{served['speedup_vs_reload']:.0f}x"
+    batching = _json("rollout_batching")
+    speedups = f"{batching['speedup']:.1f}x faster, generation {batching['generation_speedup']:.2f}x"
+    out["batching"] = f"{batching['episodes']} episodes {speedups}"
+    throughput = _json("rollout_throughput")
+    out["throughput"] = f"{throughput['speedup_32']:.0f}x"
+    out["throughput_cpu"] = f"{throughput['cpu_bound']['speedup_32']:.1f}x"
+    from terminus.config import load_config
+    from terminus.eval.cells import cell_names, cell_needs_gpu
+
+    paper = load_config(ROOT / "configs" / "paper.yaml")["eval"]
+    names = cell_names(paper)
+    out["paper_cells"] = str(len(names))
+    out["paper_gpu_cells"] = str(sum(cell_needs_gpu(paper, n) for n in names))
+    return out
+
+
+def render(readme: str) -> str:
+    """README.md with its table and every figure as the tables give them; unknown figure names are an error."""
+    values = figures()
+    unknown = sorted({m.group(1) for m in FIGURE.finditer(readme)} - set(values))
+    if unknown:
+        raise SystemExit(f"README.md names figures that scripts/readme_results.py does not make: {unknown}")
+    readme = FIGURE.sub(lambda m: f"<!-- f:{m.group(1)} -->{values[m.group(1)]}<!-- /f -->", readme)
+    if START in readme and END in readme:
+        head, rest = readme.split(START, 1)
+        readme = f"{head}{START}\n{table()}\n{END}{rest.split(END, 1)[1]}"
+    return readme
+
+
 def main() -> int:
     text = table()
-    if "--check" not in sys.argv:
+    if "--check" not in sys.argv and "--write" not in sys.argv:
         print(text)
         return 0
-    readme = (ROOT / "README.md").read_text()
+    path = ROOT / "README.md"
+    readme = path.read_text()
     if START not in readme or END not in readme:
         print(f"README.md has no {START} ... {END} block")
         return 1
-    current = readme.split(START, 1)[1].split(END, 1)[0].strip()
-    if current != text.strip():
-        print("README.md's results table is out of date: paste the output of `python scripts/readme_results.py`")
+    fresh = render(readme)
+    if "--write" in sys.argv:
+        path.write_text(fresh)
+        return 0
+    if fresh != readme:
+        stale = [m.group(0) for m in FIGURE.finditer(readme) if m.group(0) not in fresh]
+        print("README.md's figures are out of date: run `python scripts/readme_results.py --write`")
+        print("\n".join(f"  {s}" for s in stale) or "  (the results table)")
         return 1
     return 0
 

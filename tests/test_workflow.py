@@ -1,5 +1,5 @@
 """The Snakemake workflow: lint-clean, the paper scale dry-runs on the slurm executor, `--profile NAME` resolves
-our profiles once installed, both configs validate, and the notebooks run on results/cached/."""
+our profiles once installed, both configs validate (the notebooks: tests/test_notebooks.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from terminus.config import ROOT, load_config
 
@@ -76,23 +74,6 @@ def test_bad_config_is_named(tmp_path):
     bad.write_text("run: x\ntasks: {}\neval: {concurrency: 0}\n")
     done = snakemake("-n", "--configfile", str(bad))
     assert done.returncode != 0 and "concurrency" in done.stdout + done.stderr
-
-
-@pytest.mark.skipif(not (ROOT / "results/cached/eval/summary.csv").is_file(), reason="results/cached/ is empty")
-def test_notebooks_regenerate_every_figure_from_cached_results(tmp_path):
-    import papermill
-
-    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        assert notebook.with_suffix(".py").is_file(), f"{notebook.name} has no jupytext twin"
-        papermill.execute_notebook(
-            str(notebook),
-            str(tmp_path / notebook.name),
-            cwd=str(ROOT),
-            progress_bar=False,
-            parameters={"results": "results/cached", "figures": str(tmp_path / "fig")},
-        )
-    figures = {p.stem for p in (tmp_path / "fig").glob("*.png")}
-    assert figures == {"corpus", "training", "learning", "evaluation", "delegation", "case_study"}
 
 
 # The slurm profile against snakemake-executor-plugin-slurm as installed: the sbatch line each GPU job gets, built by

@@ -24,6 +24,7 @@ from terminus.sandbox import BACKENDS
 
 POLICIES = ("scripted", "openai", "transformers", "vllm")
 EXAMPLE_QUERY = "run the unit tests and tell me what fails and why"
+CLIENTS = ("claude", "codex", "vscode")  # `terminus mcp --print-config`
 
 
 def _fail(message: str) -> None:
@@ -71,6 +72,12 @@ def mcp_command(
         "printed once on stderr at start).",
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log at INFO level."),
+    print_config: str = typer.Option(
+        None,
+        "--print-config",
+        help=f"{' | '.join(CLIENTS)}: print that client's configuration for this server, with this install's "
+        "absolute `terminus` path and the other flags given, and exit.",
+    ),
 ) -> None:
     """Serve the Execution Subagent to coding agents over MCP (stdio by default) as the tool `execution_subagent`.
 
@@ -82,6 +89,12 @@ def mcp_command(
         _fail(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    if print_config is not None:
+        flags = {"--repo": repo and str(repo.expanduser().resolve()), "--policy": policy, "--model": model,
+                 "--base-url": base_url, "--api-key-env": api_key_env, "--sandbox": sandbox, "--image": image,
+                 "--max-turns": max_turns if max_turns != 10 else None}  # fmt: skip
+        typer.echo(client_config(print_config, [f for k, v in flags.items() if v for f in (k, str(v))]))
+        return
     token = _http_token(http, token_env)
     folder = _mcp_repo(repo, copy_cap_bytes(max_copy_mb))
     logging.basicConfig(
@@ -118,6 +131,42 @@ def mcp_command(
         serve(settings, http_port=http, host=host, token=token, on_listening=announce)
     except (ValueError, PolicyError, MissingKeyError, OSError) as err:
         _fail(str(err))
+
+
+def terminus_executable() -> str:
+    """The absolute path of the `terminus` being run (a client started outside this venv does not find a bare one)."""
+    import shutil
+
+    here = Path(sys.argv[0])
+    if here.name == "terminus" and here.is_file():
+        return str(here.absolute())
+    found = shutil.which("terminus")
+    if found is None:
+        _fail("cannot find the `terminus` executable: run `terminus mcp --print-config` from the install to use")
+    return str(Path(found).absolute())
+
+
+def client_config(client: str, args: list[str]) -> str:
+    """The snippet that registers this server with a coding agent: a shell command (Claude Code), a TOML table
+    (Codex CLI, ~/.codex/config.toml) or a JSON file (VS Code, .vscode/mcp.json)."""
+    import json
+
+    exe = terminus_executable()
+    if client == "claude":
+        return "claude mcp add terminus -- " + shlex.join([exe, "mcp", *args])
+    if client == "codex":
+        quoted = ", ".join(json.dumps(a) for a in ["mcp", *args])
+        return (
+            f"[mcp_servers.terminus]\ncommand = {json.dumps(exe)}\nargs = [{quoted}]\n"
+            "tool_timeout_sec = 600  # an episode that builds and tests can outlast Codex's default of 60 s"
+        )
+    if client == "vscode":
+        if "--repo" not in args:
+            args = ["--repo", "${workspaceFolder}", *args]
+        server = {"type": "stdio", "command": exe, "args": ["mcp", *args]}
+        return json.dumps({"servers": {"terminus": server}}, indent=2)
+    _fail(f"--print-config {client!r}: choose one of {', '.join(CLIENTS)}")
+    return ""
 
 
 MIN_TOKEN_CHARS = 16

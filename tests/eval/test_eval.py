@@ -96,6 +96,10 @@ def test_replay_is_deterministic_and_counts_every_turn(corpus):
     assert a == b
     assert a["prompt_tokens"] == sum(t["prompt_tokens"] for t in a["per_turn"]) and a["turns"] == 6
     assert a["subagent_calls"] == 3 and a["direct_terminal_calls"] == 0 and len(a["edits"]) == 1
+    # how each of the subagent's commands ended, for `terminus view`: deterministic (no durations)
+    turns = [t for e in a["subagent_episodes"] for t in e["turns"]]
+    assert turns and set(turns[0]) == {"command", "exit_code", "timed_out"}
+    assert [t["command"] for t in turns] == [c for e in a["subagent_episodes"] for c in e["commands"]]
 
 
 def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):

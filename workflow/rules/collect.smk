@@ -32,7 +32,7 @@ rule judge_teacher:
         trajectories=f"{RUN}/collect/trajectories.jsonl",
         tasks=rules.validate_tasks.output.tasks,
         references=rules.validate_tasks.output.expert,
-        judge=JUDGE_FILES,
+        judge=judge_inputs("teacher"),
     output:
         f"{RUN}/judge/teacher_verdicts.jsonl",
     log:

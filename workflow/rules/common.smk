@@ -81,6 +81,24 @@ def no_llm(stage: str) -> str:
     return "" if stage in config["judge"]["llm_stages"] else "--no-llm"
 
 
+def judge_inputs(stage: str) -> list[str]:
+    """The judge files a stage's output depends on: the Scorer's weights always; the rubric and the judge's prompts
+    only when the stage calls the LLM judge (`judge.llm_stages`; GRPO when its recipe sets use_llm_judge). So that
+    editing the rubric reruns what the rubric can change, and nothing else."""
+    if stage == "grpo":
+        llm = bool((yaml.safe_load(Path(config["model"]["grpo_recipe"]).read_text()) or {}).get("use_llm_judge"))
+    else:
+        llm = stage in config["judge"]["llm_stages"]
+    judge = config["judge"]
+    return [judge["scorer"], *([judge["rubric"], judge["prompts"]] if llm else [])]
+
+
+def cell_judge_inputs(wildcards) -> list[str]:
+    """Only execution cells are scored (the Scorer, and the LLM judge when `eval` is in judge.llm_stages); repair and
+    SWE cells never call the judge, so an edit of the rubric or the Scorer leaves them alone."""
+    return judge_inputs("eval") if wildcards.cell.split("__")[2] == "execution" else []
+
+
 def judge_model_input() -> list[str]:
     """The served judge model, when the config serves one from this run."""
     serve = config["judge"].get("serve")

@@ -3,7 +3,7 @@ rule eval_cell:
         tasks=rules.validate_tasks.output.tasks,
         references=rules.validate_tasks.output.expert,
         models=cell_model_input,
-        judge=JUDGE_FILES,
+        judge=cell_judge_inputs,
     output:
         f"{RUN}/eval/cells/{{cell}}.jsonl",
     log:

@@ -4,7 +4,7 @@ rule grpo:
         tasks=rules.validate_tasks.output.tasks,
         references=rules.validate_tasks.output.expert,
         recipe=config["model"]["grpo_recipe"],
-        judge=JUDGE_FILES,
+        judge=judge_inputs("grpo"),
     output:
         model=directory(f"{RUN}/models/grpo/final"),
         metrics=f"{RUN}/models/grpo/metrics.jsonl",

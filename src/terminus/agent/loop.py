@@ -70,6 +70,12 @@ class AgentConfig:
     max_timeout_ms: int = 600_000
     """Cap on the timeout a model may ask for."""
     prompts: Path = DEFAULT_PROMPTS
+    max_tokens: int | None = None
+    """Model tokens (in + out) per episode: once spent, no further model call; the episode ends with `budget`."""
+    max_cost: float | None = None
+    """Dollars per episode at `price`: once spent, no further model call; the episode ends with `budget`."""
+    price: tuple[float, float] | None = None
+    """Dollars per million model tokens in and out (`terminus.agent.cost`), for max_cost."""
 
 
 class Prompts:
@@ -92,7 +98,7 @@ class Prompts:
 
 class Exit(Exception):
     """The episode ends; `termination` is the record's (final_answer, turn_limit, timeout_forced, input_forced,
-    format_error)."""
+    format_error, budget)."""
 
     def __init__(self, termination: str) -> None:
         super().__init__(termination)
@@ -114,6 +120,7 @@ class ExecutionSubagent:
         sandbox: Sandbox,
         config: AgentConfig | None = None,
         on_command: Callable[[str], None] | None = None,
+        on_message: Callable[[dict], None] | None = None,
     ) -> None:
         self.policy = policy
         self.sandbox = sandbox
@@ -121,6 +128,7 @@ class ExecutionSubagent:
         self.prompts = Prompts(self.config.prompts)
         # on_command hears each command just before it runs (`terminus mcp` turns it into a progress notification)
         self.terminal = Terminal(sandbox, self.config.max_timeout_ms, on_command)
+        self.on_message = on_message  # hears each message as it joins the conversation (`terminus exec --verbose`)
 
     def run(
         self,
@@ -147,6 +155,8 @@ class ExecutionSubagent:
             {"role": "system", "content": self.prompts.render("system", workspace=workspace, **self._limits())},
             {"role": "user", "content": self.prompts.render("user", query=query, description=description)},
         ]
+        for message in self.traj.messages if self.on_message is not None else ():
+            self.on_message(message)
         self._consecutive_errors = 0
         try:
             while True:
@@ -174,6 +184,7 @@ class ExecutionSubagent:
         return {"max_turns": self.config.max_turns}
 
     def step(self) -> None:
+        self._check_budget()
         replies = sum(1 for m in self.traj.messages if m["role"] == "assistant")
         # a policy with a token budget (GRPO's rollouts) may ask for the answer early, so it is never cut off
         must_answer = getattr(self.policy, "must_answer", None)
@@ -236,6 +247,15 @@ class ExecutionSubagent:
         self.traj.notes.append(self.prompts.render(note, **values))
         raise Exit(forced)  # the prompt's key is the termination
 
+    def _check_budget(self) -> None:
+        """Before each model call: a run that has spent its tokens or dollars stops here, cleanly, with a note."""
+        from terminus.agent.cost import budget_note
+
+        note = budget_note(self.traj, self.config.max_tokens, self.config.max_cost, self.config.price)
+        if note:
+            self.traj.notes.append(note)
+            raise Exit("budget")
+
     def _query(self, tools: list[dict]) -> dict:
         reply = self.policy.respond(list(self.traj.messages), tools)
         message = assistant_message(reply)
@@ -255,6 +275,8 @@ class ExecutionSubagent:
 
     def _add(self, message: dict) -> None:
         self.traj.messages.append(message)
+        if self.on_message is not None:
+            self.on_message(message)
 
     def _save(self) -> None:
         if self.save_to is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 SCHEMA = "terminus.trajectory/1"
-TERMINATIONS = ("final_answer", "turn_limit", "timeout_forced", "input_forced", "format_error", "crash")
+TERMINATIONS = ("final_answer", "turn_limit", "timeout_forced", "input_forced", "format_error", "budget", "crash")
 
 
 @dataclass
@@ -45,3 +45,10 @@ class Trajectory:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def command_brief(turn: Turn | dict) -> dict:
+    """How one command ended, as eval records keep it: command, exit code, timed out (no output, and no duration,
+    which would make two runs' tables differ)."""
+    t = asdict(turn) if isinstance(turn, Turn) else turn
+    return {k: t[k] for k in ("command", "exit_code", "timed_out")}

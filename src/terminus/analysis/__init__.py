@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pandas as pd
 
-from terminus.config import ROOT
+log = logging.getLogger(__name__)
 
 FILES = {
     "corpus": "tasks/tasks.stats.json",
@@ -23,22 +24,47 @@ FILES = {
 }
 
 
+def repository(start: Path | None = None) -> Path:
+    """The checkout a notebook sits in: the first folder, from `start` (default: the working directory, which
+    Jupyter sets to the notebook's folder) upwards, that holds `notebooks/` and `Snakefile`; else `start` itself.
+    Not the installed package's checkout: a notebook opened in another clone reads that clone's results."""
+    start = Path(start or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        if (folder / "notebooks").is_dir() and (folder / "Snakefile").is_file():
+            return folder
+    return start
+
+
+def figures_folder(results: Path, repo: Path) -> Path:
+    """Where a notebook writes its figures when it is not told: the run's `figures/` (ignored by git), except for
+    the committed `results/cached/`, whose figures go to `results/figures-cached/` so that nothing tracked changes."""
+    cached = (repo / "results" / "cached").resolve()
+    results = results.resolve()
+    if results == cached or cached in results.parents:
+        return repo / "results" / f"figures-{results.name}"
+    return results / "figures"
+
+
 def setup(results: str | Path, figures: str | Path | None = None, snakemake=None) -> tuple[Path, Path]:
-    """The results folder and the figures folder; under Snakemake they come from the rule."""
+    """The results folder and the figures folder; under Snakemake they come from the rule. A relative path is
+    taken against the repository the notebook sits in (`repository()`), so it means the same whatever the kernel's
+    working directory."""
     if snakemake is not None:
         results, figures = snakemake.params.results, Path(snakemake.output[0]).parent
-    results = Path(results)
-    if not results.is_absolute() and not results.exists():
-        results = ROOT / results
+    repo = repository()
+    results = Path(results).expanduser()
+    if not results.is_absolute():
+        results = repo / results
     if not results.is_dir():
         raise FileNotFoundError(f"results folder {results} does not exist")
-    figures = Path(figures) if figures else results / "figures"
+    figures = Path(figures).expanduser() if figures else figures_folder(results, repo)
+    if not figures.is_absolute():
+        figures = repo / figures
     figures.mkdir(parents=True, exist_ok=True)
-    import matplotlib
-
-    matplotlib.use("Agg")
     import seaborn as sns
 
+    # No backend is forced: in a Jupyter kernel (lab, papermill, Snakemake's notebook rules) matplotlib's inline
+    # backend is in place, and `save` shows each figure in the notebook itself.
     sns.set_theme(style="whitegrid", context="notebook")
     return results, figures
 
@@ -54,11 +80,38 @@ def load(results: Path, name: str):
     return json.loads(path.read_text())
 
 
-def save(fig, figures: Path, name: str) -> Path:
+def footnote(fig, text: str) -> None:
+    """The sample sizes under a figure (tasks, episodes, seeds), so that no figure is read without its n."""
+    fig.text(0.01, 0.005, text, ha="left", va="bottom", fontsize=9, color="#444")
+
+
+def save(fig, figures: Path, name: str) -> None:
+    """Write the figure to `<figures>/<name>.png` (atomically) and show it in the notebook, once, as that PNG, with
+    the path it was written to. Returns nothing, so that a cell ending on it shows the figure, not a path."""
+    import io
+    import os
+    import tempfile
+
+    import matplotlib.pyplot as plt
+
     path = Path(figures) / f"{name}.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return path
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    plt.close(fig)  # the inline backend would show it a second time at the end of the cell
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.", suffix=".png")
+    with os.fdopen(fd, "wb") as out:
+        out.write(buffer.getvalue())
+    os.replace(tmp, path)
+    log.info("figure written to %s", path)
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, Markdown, display
+    except ImportError:  # plain Python: the file is the figure
+        return
+    if get_ipython() is not None:
+        display(Image(data=buffer.getvalue(), format="png"))
+        display(Markdown(f"written to `{path}`"))
 
 
 # -- corpus -------------------------------------------------------------------------------------------------
@@ -88,6 +141,7 @@ def plot_corpus(stats: dict):
     ):
         sns.barplot(t[key], x=x, y="tasks", ax=ax, color="C0")
         ax.set(title=f"Tasks by {x}", ylabel="tasks", xlabel="")
+    footnote(fig, f"n = {int(t['splits']['tasks'].sum())} tasks from {stats.get('repos', '?')} repositories")
     return fig
 
 
@@ -124,6 +178,13 @@ def plot_training(sft: pd.DataFrame, grpo: pd.DataFrame, summary: dict):
     ]
     sns.barplot(pd.DataFrame(rows), x="metric", y="value", hue="model", ax=axes[2])
     axes[2].set(title="Held-out tasks", ylabel="", xlabel="", ylim=(0, 1))
+    held_out = {summary[m].get("n") for m in ("base", "sft", "grpo") if m in summary}
+    footnote(
+        fig,
+        f"n: SFT {int(loss['step'].max()) if len(loss) else 0} steps; GRPO {len(rw)} steps "
+        f"(mean and spread over each step's rollout group); held-out: {', '.join(map(str, sorted(held_out)))} "
+        "episodes per model (one per task, one seed)",
+    )
     return fig
 
 
@@ -198,6 +259,12 @@ def plot_learning(runs: dict[int, dict]):
         seeds = [row[c] for c in row.index if c.startswith("seed ")]
         axes[2].scatter([i] * len(seeds), seeds, color="k", s=12, zorder=3)
     axes[2].set(title="Held-out fact recall (95% CI over seeds)", ylim=(0, 1), ylabel="fact recall")
+    held_out = sorted({r["summary"]["sft"].get("n") for r in runs.values()} - {None})
+    footnote(
+        fig,
+        f"n = {len(runs)} seeds ({', '.join(map(str, runs))}), each a whole run; held-out: "
+        f"{', '.join(map(str, held_out))} episodes per model and seed (one per task)",
+    )
     return fig
 
 
@@ -245,6 +312,19 @@ def _interval_bars(ax, data: pd.DataFrame, title: str, ylabel: str):
     ax.set(title=title, ylabel=ylabel)
 
 
+def grid_n(summary: pd.DataFrame, benchmarks: tuple[str, ...]) -> str:
+    """Episodes per cell (one per task) and seeds, by benchmark, for a figure's footnote."""
+    parts = []
+    for bench in benchmarks:
+        rows = summary[summary["benchmark"] == bench]
+        if rows.empty:
+            continue
+        ns = sorted({int(n) for n in rows["n"]})
+        seeds = sorted({int(s) for s in rows["seed"]})
+        parts.append(f"{bench}: {'/'.join(map(str, ns))} tasks per cell, {len(seeds)} seed{'s' * (len(seeds) > 1)}")
+    return "n = " + "; ".join(parts) + " (one episode per task; intervals: bootstrap over tasks)"
+
+
 def plot_grid(summary: pd.DataFrame):
     import matplotlib.pyplot as plt
 
@@ -262,6 +342,7 @@ def plot_grid(summary: pd.DataFrame):
             ax.set(title=f"{title} (no data)")
             continue
         _interval_bars(ax, data, title, metric.replace("_", " ") + " (95% CI)")
+    footnote(fig, grid_n(summary, ("repair", "execution")))
     return fig
 
 
@@ -277,6 +358,7 @@ def plot_delegation(summary: pd.DataFrame):
         data = long[long["metric"] == metric]
         if not data.empty:
             _interval_bars(ax, data, metric.replace("_", " "), "per episode (95% CI)")
+    footnote(fig, grid_n(summary, ("repair",)))
     return fig
 
 
@@ -323,4 +405,6 @@ def plot_case_study(case: dict):
         ax.bar(["without", "with"], row.values, color=["C7", "C0"])
         ax.set(title=metric.replace("_", " "))
     fig.suptitle(f"Case study: {case['task_id']} (main agent {case['main_agent']}, subagent {case['subagent']})")
+    calls = len(case["with_subagent"].get("calls", []))
+    footnote(fig, f"n = 1 task, one episode without the subagent and one with it ({calls} subagent calls); one seed")
     return fig

@@ -25,8 +25,21 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from terminus import __version__
+
+        typer.echo(f"terminus {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _options(debug: bool = typer.Option(False, "--debug", help="Tracebacks for errors too (or TERMINUS_DEBUG=1).")):
+def _options(
+    debug: bool = typer.Option(False, "--debug", help="Tracebacks for errors too (or TERMINUS_DEBUG=1)."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+):
     set_debug(debug)
 
 
@@ -54,7 +67,7 @@ def _sandbox(sandbox: str | None, config: Path | None) -> str | None:
 
 
 # The commands, registered on `app` as their modules are imported.
-from terminus.cli import agent, corpus, evaluation, judging, training  # noqa: E402, F401
+from terminus.cli import agent, corpus, evaluation, judging, training, view  # noqa: E402, F401
 from terminus.hosting import MCP_SETTINGS, mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
 
 app.command("mcp", context_settings=MCP_SETTINGS)(mcp_command)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -61,13 +67,115 @@ def demo(sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap
     tool_outputs = [m["content"] for m in traj.messages if m["role"] == "tool"]
     for turn, output in zip(traj.turns, tool_outputs, strict=False):
         typer.echo(f"$ {turn.command}    # timeout {turn.timeout_ms} ms, took {turn.duration_s:.2f} s")
-        lines = output.splitlines()
-        shown = lines if len(lines) <= 12 else [*lines[:6], f"... ({len(lines) - 10} lines) ...", *lines[-4:]]
-        typer.echo("\n".join(f"  | {line}" for line in shown) + "\n")
+        typer.echo("\n".join(f"  | {line}" for line in excerpt(output.splitlines())) + "\n")
     raw = sum(len(o) for o in tool_outputs)
     answer = answer_text(traj)
     typer.echo(f"termination: {traj.termination}; the subagent saw {raw} characters of output and returns:\n")
     typer.echo(answer)
+
+
+class Progress:
+    """A status line on the terminal while an episode runs: the turn, the time so far and what is happening (the
+    command being run, or the wait for the model). Redrawn in place on stderr by a background thread."""
+
+    def __init__(self, max_turns: int, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.max_turns = max_turns
+        self.start = time.monotonic()
+        self.replies = 0  # the model's replies so far: a command runs in the turn of the reply that asked for it
+        self.waiting = True
+        self.activity = "waiting for the model"
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Progress:
+        self._draw()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+        with self.lock:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+    def command(self, command: str) -> None:
+        self.waiting = False
+        self.activity = "$ " + command.splitlines()[0] if command.strip() else "$ (empty command)"
+        self._draw()  # now, so that a command quicker than a redraw is still seen
+
+    def message(self, message: dict) -> None:
+        if message.get("role") == "assistant":
+            self.replies += 1
+        if message.get("role") in ("tool", "user"):
+            self.waiting, self.activity = True, "waiting for the model"
+            self._draw()
+
+    def line(self) -> str:
+        turn = min(self.replies + self.waiting, self.max_turns)
+        return (
+            f"terminus exec · turn {turn}/{self.max_turns} · {time.monotonic() - self.start:5.1f} s · {self.activity}"
+        )
+
+    def _draw(self) -> None:
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        with self.lock:
+            self.stream.write("\r\x1b[K" + self.line()[:width])
+            self.stream.flush()
+
+    def _loop(self) -> None:
+        while not self.stop.wait(0.2):
+            self._draw()
+
+
+def verbose_printer(stream=None) -> Callable[[dict], None]:
+    """Prints each message of the conversation as it happens (the system prompt by its size only)."""
+    stream = stream or sys.stderr
+
+    def show(message: dict) -> None:
+        role, text = message.get("role"), (message.get("content") or "").rstrip()
+        if role == "system":
+            print(f"[system prompt, {len(text):,} characters]", file=stream)
+        elif role == "user":
+            print(f"[to the subagent]\n{text}\n", file=stream)
+        elif role == "assistant":
+            from terminus.agent.parsing import FormatError, parse_tool_calls
+
+            if text:
+                print(f"[subagent]\n{text}", file=stream)
+            try:
+                calls = parse_tool_calls(message) if message.get("tool_calls") else []
+            except FormatError:
+                calls = []
+            for call in calls:
+                args = call.arguments if isinstance(call.arguments, dict) else {}
+                print(f"$ {args.get('command', call.arguments)}    # timeout {args.get('timeout_ms')} ms", file=stream)
+        elif role == "tool":
+            print("\n".join(f"  | {line}" for line in excerpt(text.splitlines())) + "\n", file=stream)
+        stream.flush()
+
+    return show
+
+
+def excerpt(lines: list[str], keep: int = 12) -> list[str]:
+    """A long output's head and tail, as `terminus demo` shows it."""
+    if len(lines) <= keep:
+        return lines
+    return [*lines[:6], f"... ({len(lines) - 10} lines) ...", *lines[-4:]]
+
+
+def _price(policy: str, model: str | None, price_in, price_out, prices: Path | None):
+    from terminus.agent.cost import PRICES, Price, find_price
+
+    if (price_in is None) != (price_out is None):
+        _fail("--price-in and --price-out go together (dollars per million tokens in and out)")
+    if price_in is not None:
+        return Price(price_in, price_out, source=f"${price_in:g}/${price_out:g} per million tokens, as given")
+    if policy != "openai":
+        return None
+    return find_price(model, prices or PRICES)
 
 
 @app.command("exec")
@@ -83,12 +191,27 @@ def exec_subagent(
     max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
     max_turns: int = typer.Option(10, min=1, help="Turn limit; the last turn must give the final answer."),
-    as_json: bool = typer.Option(False, "--json", help="Print the whole trajectory record as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole trajectory record (and its cost) as JSON."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the conversation on stderr as it happens."),
+    trajectory: Path = typer.Option(None, help="Save the trajectory record (JSON) to FILE, after every turn."),
+    max_tokens: int = typer.Option(None, min=1, help="Stop cleanly once this many model tokens (in + out) are spent."),
+    max_cost: float = typer.Option(
+        None, min=0.0, help="Stop cleanly once this many dollars are spent (needs a price)."
+    ),
+    price_in: float = typer.Option(
+        None, min=0.0, help="Dollars per million input tokens (default: configs/prices.yaml)."
+    ),
+    price_out: float = typer.Option(None, min=0.0, help="Dollars per million output tokens."),
+    prices: Path = typer.Option(None, help="A price table of your own (layout: configs/prices.yaml)."),
     copy: str = typer.Option("git", help=COPY_HELP),
     max_copy_mb: int = copy_cap_option(),
 ) -> None:
-    """Run the Execution Subagent on any directory and print its final answer and notes."""
+    """Run the Execution Subagent on any directory and print its final answer, its notes and what it cost.
 
+    On a terminal it shows the turn, the time so far and the command being run; piped, or with --json, it prints
+    only the result."""
+
+    from terminus.agent.cost import PriceError, cost_line, cost_summary
     from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
     from terminus.models import make_policy
 
@@ -98,6 +221,17 @@ def exec_subagent(
         _fail("--query is empty: say what the subagent should do, e.g. --query 'run the tests'")
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    if prices is not None and not prices.is_file():
+        _fail(f"--prices {prices} does not exist")
+    if trajectory is not None and not trajectory.parent.is_dir():
+        _fail(f"--trajectory {trajectory}: the folder {trajectory.parent} does not exist")
+    try:
+        price = _price(policy, model, price_in, price_out, prices)
+    except PriceError as err:
+        _fail(str(err))
+    if max_cost is not None and price is None:
+        why = f"no price is listed for model {model!r}" if policy == "openai" else f"the {policy} policy has none"
+        _fail(f"--max-cost needs a price: {why} (give --price-in and --price-out, dollars per million tokens)")
     from terminus.models.openai_compat import PolicyError, api_key_from_env
 
     try:
@@ -106,17 +240,36 @@ def exec_subagent(
         agent_policy = make_policy(policy, model=model, base_url=base_url, **options)
     except (ValueError, PolicyError, OSError) as err:
         _fail(str(err))
+    config = AgentConfig(
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        max_cost=max_cost,
+        price=(price.input, price.output) if price else None,
+    )
+    live = not as_json and not verbose and sys.stderr.isatty() and sys.stdout.isatty()
+    progress = Progress(max_turns) if live else None
+    listeners = [f for f in (progress and progress.message, verbose and verbose_printer()) if f]
     try:
         with make_sandbox(sandbox, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
-            traj = ExecutionSubagent(agent_policy, box, AgentConfig(max_turns=max_turns)).run(query, description)
+            agent = ExecutionSubagent(
+                agent_policy,
+                box,
+                config,
+                on_command=progress.command if progress else None,
+                on_message=(lambda m: [f(m) for f in listeners]) if listeners else None,
+            )
+            with progress or contextlib.nullcontext():
+                traj = agent.run(query, description, save_to=trajectory)
     except SandboxError as err:
         _fail(str(err))
     if traj.termination == "crash":  # e.g. the endpoint went away: one line, non-zero exit
         _fail(f"the episode crashed: {traj.error}")
+    cost = cost_summary(traj, price, policy in ("transformers", "vllm"))
     if as_json:
-        typer.echo(json.dumps(traj.to_dict(), ensure_ascii=False))
+        typer.echo(json.dumps(traj.to_dict() | {"cost": cost}, ensure_ascii=False))
     else:
         typer.echo(answer_text(traj))
+        typer.echo(f"\n{cost_line(cost)}")
 
 
 @app.command("tiny-model")

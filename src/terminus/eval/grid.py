@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
+from terminus.agent.trajectory import command_brief
 from terminus.collect.runner import run_episode, run_jobs
 from terminus.eval.cells import cell_names, find_cell
 from terminus.eval.metrics import rerun_rate
@@ -158,6 +159,7 @@ def execution_episode(
             {
                 "query": task.query,
                 "commands": [t["command"] for t in traj["turns"]],
+                "turns": [command_brief(t) for t in traj["turns"]],  # how each ended, for `terminus view`
                 "answer": "\n".join(
                     f"Command: {e['command']}\nSummary: {e['summary']}" for e in traj["final_answer"] or []
                 ),

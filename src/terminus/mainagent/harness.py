@@ -20,6 +20,7 @@ from pathlib import Path
 
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, Prompts, answer_text, assistant_message
 from terminus.agent.terminal import TERMINAL_TOOL, observation
+from terminus.agent.trajectory import command_brief
 from terminus.config import ROOT
 from terminus.errors import TerminusError, debug_enabled
 from terminus.mainagent.submit import tree_diff
@@ -160,6 +161,7 @@ class Workbench:
                     "query": query,
                     "description": str(args["description"]),
                     "commands": [t.command for t in traj.turns],
+                    "turns": [command_brief(t) for t in traj.turns],  # how each ended, for `terminus view`
                     "answer": answer,
                     "termination": traj.termination,
                     "trajectory": traj.to_dict(),
