@@ -229,7 +229,9 @@ def serve_command(
     served_name: str = typer.Option(None, help="Name clients ask for (default: the hub id, or 'terminus')."),
     max_model_len: int = typer.Option(None, min=256, help="Context length (default: the model's own)."),
     chat_template: Path = typer.Option(
-        None, help="Jinja chat template (default: the model's own, which `terminus export` writes from training)."
+        None,
+        help="Jinja chat template (default: configs/agent/chat_template.jinja, the one every stage trains and "
+        "serves with).",
     ),
     startup_timeout: float = typer.Option(
         900.0, help="Seconds to wait for the server to be healthy.", callback=seconds(10.0)
@@ -238,6 +240,7 @@ def serve_command(
 ) -> None:
     """Serve a checkpoint with vLLM's OpenAI-compatible server (hermes tool parser), print how to use it, and
     stop it on Ctrl-C."""
+    from terminus.agent.template import CHAT_KWARGS, CHAT_TEMPLATE
     from terminus.models.serve import ServeError, free_port, vllm_server
 
     folder = Path(model).expanduser()
@@ -268,7 +271,8 @@ def serve_command(
             max_model_len=max_model_len,
             startup_s=startup_timeout,
             port=port,
-            chat_template=chat_template.resolve() if chat_template else None,
+            chat_template=chat_template.resolve() if chat_template else CHAT_TEMPLATE,
+            chat_kwargs=CHAT_KWARGS,
             enforce_eager=not torch.cuda.is_available(),  # CUDA graphs where there is CUDA
             on_start=lambda proc: server.update(proc=proc),
         ) as url:

@@ -69,3 +69,59 @@ def test_a_generator_failure_crashes_the_episodes_instead_of_hanging(small_corpu
     run = run_lockstep([partial(run_episode, t, small_corpus, backend="local") for t in tasks], Broken())
     assert [t.termination for t in run.trajectories] == ["crash"] * 3
     assert all("CUDA out of memory" in t.error for t in run.trajectories)
+
+
+def _episode_tokens(tokenizer, **limits):
+    from terminus.models.generate import EpisodeTokens
+
+    return partial(EpisodeTokens, tokenizer, max_new_tokens=24, **limits)
+
+
+def test_grpo_rollouts_train_on_the_token_ids_they_sampled(small_corpus, tiny_model):
+    """With `tokens` (GRPO), each episode is one sequence: its model tokens are exactly the generator's sampled ids,
+    in order, and each turn was generated from the sequence so far."""
+    tasks = load_tasks(small_corpus)[:3]
+    model, tokenizer = load_transformers(str(tiny_model))
+    generator = TransformersGenerator(model, tokenizer, max_new_tokens=24, temperature=1.0)
+    seen: list[list[int]] = []
+    generate = generator.generate
+
+    def recording(conversations, tools, prompts=None):
+        seen.extend(prompts)
+        return generate(conversations, tools, prompts=prompts)
+
+    generator.generate = recording
+    episodes = [partial(run_episode, t, small_corpus, max_turns=3, backend="local") for t in tasks]
+    run = run_lockstep(episodes, generator, tokens=_episode_tokens(tokenizer))
+    for policy in run.policies:
+        sample = policy.tokens.sample(None)
+        sampled = [t for g in policy.generated for t in g["token_ids"]]
+        trained = [t for t, m in zip(sample["completion_ids"], sample["env_mask"], strict=True) if m]
+        assert sampled and trained == sampled
+        assert sample["prompt_ids"] in seen  # the first prompt, as the template renders it
+    assert len(seen) == sum(run.batch_sizes)
+    # every later prompt was an episode's own sequence so far, never a re-rendering of its text
+    assert all(any(seq[: len(p)] == p for seq in _sequences(run)) for p in seen)
+
+
+def _sequences(run) -> list[list[int]]:
+    out = []
+    for policy in run.policies:
+        sample = policy.tokens.sample(None)
+        out.append(sample["prompt_ids"] + sample["completion_ids"])
+    return out
+
+
+def test_an_episode_over_the_engines_context_ends_alone_and_its_batch_goes_on(small_corpus, tiny_model):
+    tasks = load_tasks(small_corpus)[:3]
+    model, tokenizer = load_transformers(str(tiny_model))
+    generator = TransformersGenerator(model, tokenizer, max_new_tokens=24)
+    long_query = "Run the tests and report every failure. " * 400  # thousands of tokens in one prompt
+    episodes = [partial(run_episode, t, small_corpus, max_turns=3, backend="local") for t in tasks]
+    episodes[1] = partial(run_episode, tasks[1], small_corpus, max_turns=3, backend="local", query=long_query)
+    run = run_lockstep(episodes, generator, tokens=_episode_tokens(tokenizer, max_model_len=1500))
+    crashed = run.trajectories[1]
+    assert crashed.termination == "crash" and "PromptTooLong" in crashed.error and "max_model_len" in crashed.error
+    for traj in (run.trajectories[0], run.trajectories[2]):
+        assert traj.termination != "crash" and any(m["role"] == "assistant" for m in traj.messages)
+    assert run.policies[1].tokens.sample(None)["truncated"]

@@ -101,3 +101,26 @@ def test_vllm_engine_policy(tiny_model, tmp_path):
     traj = _episode(policy, tmp_path)
     assert traj.termination in TERMINATIONS, traj.error
     assert traj.prompt_tokens > 0 and traj.completion_tokens > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("thinking", [False, True])
+def test_a_served_subagent_reads_the_prompt_training_renders(tiny_model, tmp_path, thinking):
+    """`shared_policy("vllm")` serves with the project's template and the subagent's enable_thinking: vLLM's
+    prompt is, token for token, the one transformers generation and GRPO's rollouts render (tool schema included)."""
+    pytest.importorskip("vllm")
+    from terminus.agent.terminal import TERMINAL_TOOL
+    from terminus.models import shared_policy
+    from terminus.models.generate import encode
+    from terminus.models.local import load_transformers
+
+    _, tokenizer = load_transformers(str(tiny_model))
+    messages = [{"role": "system", "content": "You run commands."}, {"role": "user", "content": "List the files."}]
+    with shared_policy(
+        "vllm", str(tiny_model), served_name="tiny", log_dir=tmp_path, max_new_tokens=8, enable_thinking=thinking
+    ) as policy:
+        reply = policy.respond(messages, [TERMINAL_TOOL])
+    expected = encode(tokenizer, messages, [TERMINAL_TOOL], {"enable_thinking": thinking})
+    assert reply["usage"]["prompt_tokens"] == len(expected)
+    off = encode(tokenizer, messages, [TERMINAL_TOOL], {"enable_thinking": False})
+    assert len(off) > len(encode(tokenizer, messages, [TERMINAL_TOOL], {"enable_thinking": True}))  # the empty block

@@ -12,7 +12,6 @@ from transformers import AutoTokenizer
 
 from terminus.config import ROOT
 from terminus.train import sft as sft_module
-from terminus.train.grpo import align_logprobs, episode_tokens
 
 from .helpers import params, run_grpo, run_sft
 
@@ -85,38 +84,6 @@ def test_sft_with_lora_changes_only_the_adapter_and_export_merges_it(tiny_model,
     assert (tmp_path / "merged" / "README.md").is_file() and check["match"] is None  # --no-vllm: no parity check
 
 
-# One short episode: a tool call, its output, a final answer.
-EPISODE = [
-    {"role": "system", "content": "sys"},
-    {"role": "user", "content": "run the tests"},
-    {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [
-            {
-                "type": "function",
-                "function": {"name": "run_in_terminal", "arguments": '{"command": "ls", "timeout_ms": 1000}'},
-            }
-        ],
-    },
-    {"role": "tool", "content": "TOOL OUTPUT LINE\n[exit code 0]"},
-    {"role": "assistant", "content": "<final_answer>\nCommand: ls\nSummary: done.\n</final_answer>"},
-]
-
-
-def test_rollout_tokens_mask_tool_output(tiny_model):
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
-    messages = EPISODE
-    tokens = episode_tokens(tokenizer, messages, None)
-    model_text = tokenizer.decode([t for t, m in zip(tokens["completion_ids"], tokens["env_mask"], strict=True) if m])
-    other_text = tokenizer.decode(
-        [t for t, m in zip(tokens["completion_ids"], tokens["env_mask"], strict=True) if not m]
-    )
-    assert "TOOL OUTPUT LINE" in other_text and "TOOL OUTPUT LINE" not in model_text
-    assert "run_in_terminal" in model_text and "<final_answer>" in model_text
-    assert tokenizer.decode(tokens["prompt_ids"]).endswith("<|im_start|>assistant\n")
-
-
 @pytest.mark.slow
 def test_grpo_steps_change_the_parameters(tiny_model, sft_data, tmp_path):
     """A briefly SFT'd tiny model, so that rollouts differ in reward (all-zero rewards give no gradient)."""
@@ -134,6 +101,9 @@ def test_grpo_steps_change_the_parameters(tiny_model, sft_data, tmp_path):
     assert len(steps) == 3 and all("episode/turns" in row and "reward_std" in row for row in steps)
     # the 4 rollouts of a step generate together: every batch holds more than one episode's turn
     assert all(1 < row["episode/batch_size"] <= 4 and row["episode/generated_tokens_per_s"] > 0 for row in steps)
+    # TRL's truncation count is the rollout's: finished episodes end on their last sampled <|im_end|>
+    assert all(row["completions/clipped_ratio"] == row["episode/truncated"] for row in steps)
+    assert sum(row["completions/clipped_ratio"] for row in steps) < len(steps)
 
 
 @pytest.mark.slow
@@ -153,41 +123,3 @@ def test_paper_recipes_validate_without_downloading(stage):
         assert info["class"] == "Qwen3ForCausalLM" and info["peft"] and info["max_length"] >= 8192
     else:
         assert info["use_vllm"] and info["num_generations"] == 8
-
-
-# vLLM's logprobs of the sampled tokens land on the model's own tokens of the episode, in order, for TRL's
-# importance-sampling correction; tool output, injected turns and tokens not sampled as rendered get none.
-def _segments(tokens: dict) -> list[list[int]]:
-    """The runs of model tokens (env_mask 1), as the generator would have sampled them."""
-    runs, current = [], []
-    for token, mask in zip(tokens["completion_ids"], tokens["env_mask"], strict=True):
-        if mask:
-            current.append(token)
-        elif current:
-            runs.append(current)
-            current = []
-    return [*runs, current] if current else runs
-
-
-def test_logprobs_land_on_the_sampled_tokens_only(tiny_model):
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
-    tokens = episode_tokens(tokenizer, EPISODE, None)
-    runs = _segments(tokens)
-    assert len(runs) == 2  # two assistant turns
-    generated = [{"token_ids": run, "logprobs": [-(i + 1) / 10] * len(run)} for i, run in enumerate(runs)]
-    aligned = align_logprobs(tokens["completion_ids"], tokens["env_mask"], generated)
-    assert len(aligned) == len(tokens["completion_ids"])
-    for value, mask in zip(aligned, tokens["env_mask"], strict=True):
-        assert (value is not None) == bool(mask)
-    assert sorted({v for v in aligned if v is not None}) == [-0.2, -0.1]
-
-
-def test_a_token_rendered_differently_from_how_it_was_sampled_gets_no_correction(tiny_model):
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
-    tokens = episode_tokens(tokenizer, EPISODE, None)
-    first, second = _segments(tokens)
-    changed = [*first[:2], first[2] + 1, *first[3:]]  # the third sampled token differs from the rendered one
-    generated = [{"token_ids": changed, "logprobs": [-0.5] * len(changed)}, {"token_ids": second, "logprobs": None}]
-    aligned = align_logprobs(tokens["completion_ids"], tokens["env_mask"], generated)
-    scored = [v for v in aligned if v is not None]
-    assert scored == [-0.5, -0.5]  # up to the divergence; after it, and for a reply without logprobs, none

@@ -186,7 +186,9 @@ class ExecutionSubagent:
     def step(self) -> None:
         self._check_budget()
         replies = sum(1 for m in self.traj.messages if m["role"] == "assistant")
-        last = replies + 1 >= self.config.max_turns
+        # a policy with a token budget (GRPO's rollouts) may ask for the answer early, so it is never cut off
+        must_answer = getattr(self.policy, "must_answer", None)
+        last = replies + 1 >= self.config.max_turns or bool(must_answer and must_answer(self.traj.messages))
         if last:
             self._add({"role": "user", "content": self.prompts.render("last_turn")})
         reply = self._query(tools=[] if last else [TERMINAL_TOOL])

@@ -5,6 +5,10 @@ episodes go to the generator as one batch.
 The loop is untouched: each episode gets a policy whose `respond()` hands its request to a shared `Lockstep` and
 waits. When every live episode is waiting (the others are running their commands, concurrently), the batch goes to
 `generator.generate(...)` in episode order, so the result does not depend on which command finished first.
+
+With `tokens` (GRPO), each episode keeps its token sequence as generated (`models.generate.EpisodeTokens`): the
+generator gets those token ids as prompts, the loop is asked to answer now before the budget runs out, and an
+episode whose prompt outgrows the engine's context ends alone (a crash) while its batch goes on.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from terminus.agent.trajectory import Trajectory
+from terminus.models.generate import EpisodeTokens
 
 
 class Lockstep:
@@ -23,14 +28,14 @@ class Lockstep:
         self.generator = generator
         self.live = episodes
         self.cond = threading.Condition()
-        self.pending: dict[int, tuple[list[dict], list[dict]]] = {}
+        self.pending: dict[int, tuple[list[dict], list[dict], list[int] | None]] = {}
         self.results: dict[int, dict | BaseException] = {}
         self.generation_s = 0.0
         self.batch_sizes: list[int] = []
 
-    def request(self, index: int, messages: list[dict], tools: list[dict]) -> dict:
+    def request(self, index: int, messages: list[dict], tools: list[dict], prompt: list[int] | None = None) -> dict:
         with self.cond:
-            self.pending[index] = (messages, tools)
+            self.pending[index] = (messages, tools, prompt)
             self._flush_if_ready()
             while index not in self.results:
                 self.cond.wait()
@@ -52,7 +57,9 @@ class Lockstep:
         batch = [self.pending.pop(i) for i in order]
         start = time.perf_counter()
         try:
-            replies: list = self.generator.generate([m for m, _ in batch], [t for _, t in batch])
+            prompts = [p for _, _, p in batch]
+            extra = {"prompts": prompts} if all(p is not None for p in prompts) else {}
+            replies: list = self.generator.generate([m for m, _, _ in batch], [t for _, t, _ in batch], **extra)
             if len(replies) != len(order):
                 raise RuntimeError(f"the generator returned {len(replies)} replies for {len(order)} conversations")
         except Exception as err:  # every waiting episode gets the error: its loop records a crash
@@ -65,17 +72,29 @@ class Lockstep:
 
 @dataclass
 class LockstepPolicy:
-    """The policy one episode sees. It keeps what the generator returned per reply (token ids, logprobs)."""
+    """The policy one episode sees. It keeps what the generator returned per reply (token ids, logprobs), and with
+    `tokens` the episode's token sequence (whose first prompt's tools it renders every turn with)."""
 
     lockstep: Lockstep
     index: int
     name: str
     generated: list[dict] = field(default_factory=list)
+    tokens: EpisodeTokens | None = None
 
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
-        reply = self.lockstep.request(self.index, list(messages), list(tools))
+        prompt = None
+        if self.tokens is not None:
+            tools = self.tokens.tools if self.tokens.replies else tools
+            prompt = self.tokens.prompt(messages, tools)  # PromptTooLong ends this episode, not the batch
+        reply = self.lockstep.request(self.index, list(messages), list(tools), prompt)
         self.generated.append({"token_ids": reply.get("token_ids"), "logprobs": reply.get("logprobs")})
+        if self.tokens is not None:
+            self.tokens.reply(reply.get("token_ids") or [], reply.get("logprobs"))
         return {k: v for k, v in reply.items() if k in ("content", "tool_calls", "usage")}
+
+    def must_answer(self, messages: list[dict]) -> bool:
+        """The loop asks before each turn: True makes it the last (the episode's token budget is nearly spent)."""
+        return self.tokens is not None and self.tokens.must_answer(messages)
 
 
 @dataclass
@@ -87,11 +106,19 @@ class LockstepRun:
     batch_sizes: list[int]
 
 
-def run_lockstep(episodes: list[Callable[[LockstepPolicy], Trajectory]], generator, name: str = "") -> LockstepRun:
+def run_lockstep(
+    episodes: list[Callable[[LockstepPolicy], Trajectory]],
+    generator,
+    name: str = "",
+    tokens: Callable[[], EpisodeTokens] | None = None,
+) -> LockstepRun:
     """Run `episodes[i](policy_i)` together; each callable runs one episode with the policy it is given (for
-    example `functools.partial(run_episode, task, tasks_file)`)."""
+    example `functools.partial(run_episode, task, tasks_file)`). `tokens` makes each episode's `EpisodeTokens`."""
     lockstep = Lockstep(generator, len(episodes))
-    policies = [LockstepPolicy(lockstep, i, name or generator.name) for i in range(len(episodes))]
+    policies = [
+        LockstepPolicy(lockstep, i, name or generator.name, tokens=tokens() if tokens else None)
+        for i in range(len(episodes))
+    ]
 
     def one(i: int) -> Trajectory:
         try:

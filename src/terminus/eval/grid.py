@@ -219,6 +219,7 @@ def served_subagent(spec: dict, log_dir: Path) -> Iterator:
         log_dir=log_dir,
         max_new_tokens=spec.get("max_new_tokens", 256),
         max_model_len=spec.get("max_model_len"),
+        enable_thinking=spec.get("enable_thinking"),
         gpu_memory_utilization=spec.get("gpu_memory_utilization"),
         **options,
     ) as policy:

@@ -42,17 +42,23 @@ def shared_policy(
     log_dir: Path | None = None,
     max_new_tokens: int = 512,
     max_model_len: int | None = None,
+    enable_thinking: bool | None = None,
     gpu_memory_utilization: float | None = None,
     **options,
 ) -> Iterator:
     """A policy that many episodes share at once, made once for a stage or a grid cell. `vllm` is served by vLLM's
     OpenAI-compatible server for the block's lifetime (episodes call it concurrently; its continuous batching does
     the work; stopped by PID at the end), since one in-process engine cannot serve threads; `gpu_memory_utilization`
-    is its share of the GPU (None: vLLM's default). `transformers` is
-    loaded once and generates under a lock; the others are made as `make_policy` makes them."""
+    is its share of the GPU (None: vLLM's default). `transformers` is loaded once and generates under a lock; the
+    others are made as `make_policy` makes them. `enable_thinking` (local models) None is
+    `terminus.agent.template.ENABLE_THINKING`."""
+    from terminus.agent.template import ENABLE_THINKING
+
+    thinking = ENABLE_THINKING if enable_thinking is None else enable_thinking
     if name != "vllm":
         if name == "transformers":
             options["max_new_tokens"] = max_new_tokens
+            options["enable_thinking"] = thinking
         yield make_policy(name, model=model, base_url=base_url, **options)
         return
     if not model:
@@ -62,11 +68,16 @@ def shared_policy(
 
     served_name = served_name or Path(model).name
     log = Path(log_dir) / f"vllm-{served_name}.log" if log_dir else None
+    from terminus.agent.template import CHAT_TEMPLATE
+
+    # a subagent (a hub base model too) renders with the template it is trained with, thinking as set there
     with vllm_server(
         model,
         served_name=served_name,
         log=log,
         max_model_len=max_model_len,
+        chat_template=CHAT_TEMPLATE,
+        chat_kwargs={"enable_thinking": thinking},
         gpu_memory_utilization=gpu_memory_utilization,
     ) as url:
         yield OpenAIPolicy(served_name, base_url=url, max_tokens=max_new_tokens)

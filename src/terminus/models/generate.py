@@ -15,19 +15,34 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
+from terminus.agent.template import CHAT_KWARGS, TemplateError, describe
+from terminus.errors import TerminusError
 from terminus.timing import model_view
 
 
 class Generator(Protocol):
     name: str
 
-    def generate(self, conversations: list[list[dict]], tools: list[list[dict]]) -> list[dict]: ...
+    def generate(
+        self, conversations: list[list[dict]], tools: list[list[dict]], prompts: list[list[int]] | None = None
+    ) -> list[dict]:
+        """`prompts`, when given, are the token ids to generate from (`EpisodeTokens`), else the conversations
+        are rendered with the chat template."""
+        ...
 
 
-def encode(tokenizer, conversation: list[dict], tools: list[dict] | None) -> list[int]:
-    """The prompt's token ids, exactly as the chat template renders them for generation (timing text normalised)."""
+def encode(
+    tokenizer, conversation: list[dict], tools: list[dict] | None, chat_kwargs: dict | None = None
+) -> list[int]:
+    """The prompt's token ids, exactly as the chat template renders them for generation (timing text normalised;
+    thinking as `terminus.agent.template` sets it unless `chat_kwargs` says otherwise)."""
     rendered = tokenizer.apply_chat_template(
-        model_view(conversation), tools=tools or None, add_generation_prompt=True, tokenize=True, return_dict=True
+        model_view(conversation),
+        tools=tools or None,
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=True,
+        **{**CHAT_KWARGS, **(chat_kwargs or {})},
     )
     return list(rendered["input_ids"])
 
@@ -51,24 +66,35 @@ class TransformersGenerator:
         temperature: float = 0.0,
         name: str = "",
         lock: threading.Lock | None = None,
+        chat_kwargs: dict | None = None,
     ) -> None:
         self.model, self.tokenizer = model, tokenizer
+        self.chat_kwargs = chat_kwargs  # over terminus.agent.template.CHAT_KWARGS (thinking off)
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
         self.name = name or f"transformers:{getattr(model, 'name_or_path', 'model')}"
         self.lock = lock or threading.Lock()
         self.eos = eos_ids(model, tokenizer)
         self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos)
+        self.max_model_len = getattr(getattr(model, "config", None), "max_position_embeddings", None)
 
-    def generate(self, conversations: list[list[dict]], tools: list[list[dict]]) -> list[dict]:
+    def generate(
+        self, conversations: list[list[dict]], tools: list[list[dict]], prompts: list[list[int]] | None = None
+    ) -> list[dict]:
         import torch
 
-        prompts = [encode(self.tokenizer, c, t) for c, t in zip(conversations, tools, strict=True)]
+        if prompts is None:
+            pairs = zip(conversations, tools, strict=True)
+            prompts = [encode(self.tokenizer, c, t, self.chat_kwargs) for c, t in pairs]
         width = max(len(p) for p in prompts)
         device = next(self.model.parameters()).device
         input_ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in prompts], device=device)
         attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+        # Sampling is from the model's distribution at the temperature, nothing else: generate's default top_k=50
+        # would make rollouts off-policy for the log-probabilities GRPO computes (TRL's vLLM path uses no top-k).
         sampling = (
-            {"do_sample": True, "temperature": self.temperature} if self.temperature > 0 else {"do_sample": False}
+            {"do_sample": True, "temperature": self.temperature, "top_k": 0, "top_p": 1.0}
+            if self.temperature > 0
+            else {"do_sample": False}
         )
         with self.lock, torch.no_grad():
             output = self.model.generate(
@@ -103,9 +129,16 @@ class TRLVLLMGenerator:
         self.tokenizer = trainer.processing_class
         self.max_new_tokens = max_new_tokens
         self.name = f"trl-vllm:{trainer.vllm_generation.mode}"
+        self.chat_kwargs = trainer.chat_template_kwargs  # the recipe's (enable_thinking)
+        # the engine's context (vllm_max_model_length, else the model's): a longer prompt fails the whole call
+        self.max_model_len = trainer.args.vllm_max_model_length or trainer.model.config.max_position_embeddings
 
-    def generate(self, conversations: list[list[dict]], tools: list[list[dict]]) -> list[dict]:
-        prompts = [encode(self.tokenizer, c, t) for c, t in zip(conversations, tools, strict=True)]
+    def generate(
+        self, conversations: list[list[dict]], tools: list[list[dict]], prompts: list[list[int]] | None = None
+    ) -> list[dict]:
+        if prompts is None:
+            pairs = zip(conversations, tools, strict=True)
+            prompts = [encode(self.tokenizer, c, t, self.chat_kwargs) for c, t in pairs]
         episode_budget = self.vllm.max_completion_length
         self.vllm.max_completion_length = self.max_new_tokens
         try:
@@ -124,3 +157,135 @@ class TRLVLLMGenerator:
                 reply["logprobs"] = [lp[0] if lp else None for lp in logprobs[i]]
             replies.append(reply)
         return replies
+
+
+class PromptTooLong(TerminusError, ValueError):
+    """An episode's next prompt does not fit the engine's context: that episode ends (a crash), its batch goes on."""
+
+
+class EpisodeTokens:
+    """One episode as the single token sequence it was generated as (token in, token out, as multi-turn RL
+    frameworks keep it): the first prompt as the template renders it, then each reply's sampled token ids as the
+    generator returned them (mask 1, with their logprobs), and between replies only the tokens of what came after
+    each (the end of the turn, tool output, injected messages, the next generation prompt; mask 0). Every prompt
+    after the first is this sequence so far plus those tokens, so the model is trained on exactly the tokens it
+    sampled, in exactly the context it sampled them in: nothing is re-rendered from text (Qwen3's template would
+    drop reasoning, a reply cut at the token limit would gain an `<|im_end|>` it never sampled, and byte-level BPE
+    may tokenise a sampled text otherwise).
+
+    The template must be prefix-preserving (the conversation through a reply renders as a prefix of the next
+    prompt), as `configs/agent/chat_template.jinja` is; and the tools block stays the first prompt's for the whole
+    episode (the loop withdraws the terminal on the last and forced turns by not running calls, and SFT trains
+    final answers with the tools block in context), so the episode stays one sequence.
+
+    `must_answer` tells the loop to ask for the final answer now when the budget (`max_completion_length` after the
+    first prompt, and the engine's `max_model_len`) could not hold this reply, a tool output of up to
+    `observation_tokens` and a final reply after it: the judged answer is not cut off. A longer tool output can
+    still overflow; the episode is then cut and counted as truncated.
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        *,
+        max_new_tokens: int,
+        max_completion_length: int | None = None,
+        max_model_len: int | None = None,
+        observation_tokens: int = 2500,
+        chat_kwargs: dict | None = None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.chat_kwargs = {**CHAT_KWARGS, **(chat_kwargs or {})}
+        self.max_new_tokens, self.observation_tokens = max_new_tokens, observation_tokens
+        self.max_completion_length, self.max_model_len = max_completion_length, max_model_len
+        self.eos_text = tokenizer.eos_token
+        self.eos = {tokenizer.eos_token_id}
+        self.ids: list[int] = []
+        self.mask: list[int] = []
+        self.logprobs: list[float | None] = []
+        self.prompt_len = 0
+        self.tools: list[dict] | None = None
+        self.replies = 0
+
+    def _render(self, messages: list[dict], generation: bool) -> str:
+        return self.tokenizer.apply_chat_template(
+            model_view(messages),
+            tools=self.tools or None,
+            add_generation_prompt=generation,
+            tokenize=False,
+            **self.chat_kwargs,
+        )
+
+    def _after_last_reply(self, messages: list[dict]) -> list[int]:
+        """The tokens between the last reply's sampled tokens and the next reply: the end of its turn as the template
+        closes it, then everything the conversation added, up to the generation prompt."""
+        last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+        before, after = self._render(messages[: last + 1], False), self._render(messages, True)
+        if not after.startswith(before) or self.eos_text not in before:
+            raise TemplateError(
+                f"{describe(self.tokenizer)} does not render the conversation through a reply as a prefix of the "
+                "next prompt: the episode cannot be trained on the tokens it sampled"
+            )
+        closing = before.rsplit(self.eos_text, 1)[1]  # what the template puts after <|im_end|> ("\n")
+        finished = bool(self.ids) and self.ids[-1] in self.eos
+        text = ("" if finished else self.eos_text) + closing + after[len(before) :]
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _limit(self) -> int | None:
+        limits = [n for n in (self.max_model_len,) if n]
+        if self.max_completion_length and self.prompt_len:
+            limits.append(self.prompt_len + self.max_completion_length)
+        return min(limits) if limits else None
+
+    def prompt(self, messages: list[dict], tools: list[dict]) -> list[int]:
+        """The token ids to generate the next reply from; raises PromptTooLong when they fill the engine's context."""
+        if not self.replies:
+            self.tools = tools
+            self.ids = encode(self.tokenizer, messages, tools, self.chat_kwargs)
+            self.mask, self.logprobs, self.prompt_len = [0] * len(self.ids), [None] * len(self.ids), len(self.ids)
+        else:
+            delta = self._after_last_reply(messages)
+            self.ids += delta
+            self.mask += [0] * len(delta)
+            self.logprobs += [None] * len(delta)
+        if self.max_model_len and len(self.ids) >= self.max_model_len:
+            raise PromptTooLong(
+                f"the prompt of turn {self.replies + 1} has {len(self.ids)} tokens, max_model_len is "
+                f"{self.max_model_len}: this episode ends here"
+            )
+        return list(self.ids)
+
+    def reply(self, token_ids: list[int], logprobs: list[float | None] | None) -> None:
+        self.ids += list(token_ids)
+        self.mask += [1] * len(token_ids)
+        self.logprobs += list(logprobs) if logprobs is not None else [None] * len(token_ids)
+        self.replies += 1
+
+    def must_answer(self, messages: list[dict]) -> bool:
+        """True when the turn about to start must be the last (see the class)."""
+        limit = self._limit()
+        if limit is None or not self.replies:
+            return False
+        pending = len(self._after_last_reply(messages)) + 64  # the tool output so far, the "answer now" message
+        needed = self.max_new_tokens + self.observation_tokens + 64 + self.max_new_tokens
+        return len(self.ids) + pending + needed > limit
+
+    def sample(self, max_completion_length: int | None) -> dict:
+        """TRL's rollout fields for this episode, cut to `max_completion_length`; `truncated` when it does not end
+        on a sampled end of turn (a cut reply, a cut episode, or one that ended before its next reply)."""
+        completion = self.ids[self.prompt_len :]
+        mask, logprobs = self.mask[self.prompt_len :], self.logprobs[self.prompt_len :]
+        if max_completion_length is not None and len(completion) > max_completion_length:
+            keep = max_completion_length
+            if completion[keep - 1] in self.eos:  # cut right after an end of turn: still not a finished episode
+                keep -= 1
+            completion, mask, logprobs = completion[:keep], mask[:keep], logprobs[:keep]
+        if not completion:  # an episode with nothing after the prompt still needs one token
+            completion, mask, logprobs = [self.tokenizer.pad_token_id], [0], [None]
+        return {
+            "prompt_ids": self.ids[: self.prompt_len],
+            "completion_ids": completion,
+            "env_mask": mask,
+            "logprobs": logprobs,
+            "truncated": completion[-1] not in self.eos,
+        }

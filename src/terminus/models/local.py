@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from terminus.agent.template import CHAT_KWARGS, chat_template, install
 from terminus.timing import model_view
 
 # transformers 5 loads weights through a meta-device context that is not thread-safe: two threads loading at once
@@ -35,7 +36,7 @@ def load_transformers(model: str, device: str | None = None) -> tuple:
         if key not in _LOADED:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            tokenizer = AutoTokenizer.from_pretrained(model)
+            tokenizer = install(AutoTokenizer.from_pretrained(model))  # one template at every stage
             net = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
             net.to(device).eval()
             LOADS[str(model)] = LOADS.get(str(model), 0) + 1
@@ -57,9 +58,16 @@ class TransformersPolicy:
     """Greedy (temperature 0) generation with the model's own chat template, tools included. Policies of the same
     model share one copy of it in the process, and generate one at a time through its generator's lock."""
 
-    def __init__(self, model: str, max_new_tokens: int = 512, temperature: float = 0.0, device: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        max_new_tokens: int = 512,
+        temperature: float = 0.0,
+        device: str | None = None,
+        enable_thinking: bool | None = None,
+    ):
         net, tokenizer = load_transformers(model, device)
-        self._init(net, tokenizer, f"transformers:{model}", max_new_tokens, temperature)
+        self._init(net, tokenizer, f"transformers:{model}", max_new_tokens, temperature, enable_thinking)
 
     @classmethod
     def from_objects(cls, model, tokenizer, name: str, max_new_tokens: int = 512, temperature: float = 0.0):
@@ -68,12 +76,17 @@ class TransformersPolicy:
         policy._init(model, tokenizer, name, max_new_tokens, temperature)
         return policy
 
-    def _init(self, model, tokenizer, name: str, max_new_tokens: int, temperature: float) -> None:
+    def _init(
+        self, model, tokenizer, name: str, max_new_tokens: int, temperature: float, enable_thinking: bool | None = None
+    ) -> None:
         from terminus.models.generate import TransformersGenerator
 
         self.name, self.model, self.tokenizer = name, model, tokenizer
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
-        self.generator = TransformersGenerator(model, tokenizer, max_new_tokens, temperature, name, model_lock(model))
+        thinking = {} if enable_thinking is None else {"enable_thinking": enable_thinking}
+        self.generator = TransformersGenerator(
+            model, tokenizer, max_new_tokens, temperature, name, model_lock(model), chat_kwargs=thinking
+        )
 
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
         reply = self.generator.generate([messages], [tools])[0]
@@ -99,9 +112,17 @@ class VLLMPolicy:
         engine_args.setdefault("enforce_eager", True)
         self.llm = LLM(model=model, **engine_args)
         self.sampling = SamplingParams(temperature=temperature, max_tokens=max_new_tokens)
+        self.template = chat_template()
 
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
-        outputs = self.llm.chat([model_view(messages)], self.sampling, tools=tools or None, use_tqdm=False)
+        outputs = self.llm.chat(
+            [model_view(messages)],
+            self.sampling,
+            tools=tools or None,
+            use_tqdm=False,
+            chat_template=self.template,
+            chat_template_kwargs=CHAT_KWARGS,
+        )
         out = outputs[0]
         completion = out.outputs[0]
         return {

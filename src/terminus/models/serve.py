@@ -7,6 +7,7 @@ missing: hence `python -m vllm.entrypoints.openai.api_server`). Stopped by proce
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -123,6 +124,7 @@ def vllm_server(
     *,
     port: int | None = None,
     chat_template: Path | None = None,
+    chat_kwargs: dict | None = None,
     enforce_eager: bool | None = None,
     gpu_memory_utilization: float | None = None,
     on_start: Callable[[subprocess.Popen], None] | None = None,
@@ -131,10 +133,11 @@ def vllm_server(
 
     `port` None takes a free one, and takes another (up to BIND_TRIES in all) when the server dies binding it: the
     port is free when chosen but released before vLLM binds it, so another job on the node can take it in between.
-    A given `port` is checked now and never changed. `max_model_len` None and `chat_template` None leave the
-    model's own; `gpu_memory_utilization` None is vLLM's default (0.9 of the GPU; `fitting_memory_fraction` gives
-    one that fits beside memory still held); `on_start` gets each server process as soon as it is spawned (its PID
-    is also its process group's).
+    A given `port` is checked now and never changed. `max_model_len`, `chat_template` and `chat_kwargs` None leave
+    the model's own (a subagent is served with `terminus.agent.template`'s: `shared_policy`, `terminus serve`);
+    `gpu_memory_utilization` None is vLLM's default (0.9 of the GPU; `fitting_memory_fraction` gives one that fits
+    beside memory still held); `on_start` gets each server process as soon as it is spawned (its PID is also its
+    process group's).
     """
     if port is not None:
         check_port_free(port)
@@ -147,6 +150,8 @@ def vllm_server(
         options += ["--chat-template", str(chat_template)]
     if gpu_memory_utilization is not None:
         options += ["--gpu-memory-utilization", str(gpu_memory_utilization)]
+    if chat_kwargs is not None:  # defaults for every request, e.g. {"enable_thinking": false}
+        options += ["--default-chat-template-kwargs", json.dumps(chat_kwargs)]
     if enforce_eager if enforce_eager is not None else not _cuda():  # CPU: graphs cost start-up and gain nothing
         options.append("--enforce-eager")
     options += extra_args or []

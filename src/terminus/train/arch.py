@@ -10,12 +10,12 @@ from pathlib import Path
 
 import yaml
 
+from terminus.agent.template import install
 from terminus.config import ROOT
 
 log = logging.getLogger(__name__)
 
 SPEC = ROOT / "configs" / "models" / "qwen3-4b.yaml"
-CHAT_TEMPLATE = ROOT / "configs" / "agent" / "chat_template.jinja"
 FIRST_ADDED_ID = 151643
 
 
@@ -52,7 +52,7 @@ def qwen_tokenizer(spec: dict):
         else:
             tokenizer.add_tokens([added])
     tokenizer.eos_token, tokenizer.pad_token = "<|im_end|>", "<|endoftext|>"
-    tokenizer.chat_template = CHAT_TEMPLATE.read_text()
+    install(tokenizer)
     for i, token in enumerate(spec["added_tokens"]):
         if tokenizer.convert_tokens_to_ids(token["content"]) != FIRST_ADDED_ID + i:
             raise ValueError(f"added token {token['content']} is not at id {FIRST_ADDED_ID + i}")

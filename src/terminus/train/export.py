@@ -9,6 +9,7 @@ import logging
 import shutil
 from pathlib import Path
 
+from terminus.agent.template import install
 from terminus.agent.terminal import TERMINAL_TOOL
 from terminus.io import write_json_atomic
 
@@ -59,7 +60,7 @@ def merge(model_dir: Path, base: str | None = None):
     else:
         model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype="auto")
         tokenizer_source = model_dir
-    return model, AutoTokenizer.from_pretrained(str(tokenizer_source)), base
+    return model, install(AutoTokenizer.from_pretrained(str(tokenizer_source))), base
 
 
 def model_card(name: str, base: str, counts: dict | None, recipes: list[Path], summary: dict | None) -> str:

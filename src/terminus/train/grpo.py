@@ -5,10 +5,11 @@ The rollout (TRL's `rollout_func`) runs the batch's episodes in lockstep (`termi
 loop, prompts and limits (`ExecutionSubagent`, exactly as at inference), the commands of all episodes concurrently in
 their own sandboxes, and at every turn one batched generation for all live episodes, by TRL's vLLM engine when the
 recipe sets `use_vllm` (weights synced by TRL) and by batched transformers generation otherwise. The task's query
-is forwarded as is, isolated from any main agent. The episode is then tokenised with the model's chat template:
-the prompt is the system and user turns, the completion everything after, and `env_mask` marks the tokens the
-model generated (assistant turns) so that tool output and injected messages carry no loss. The reward is the
-judge's Scorer.
+is forwarded as is, isolated from any main agent. Each episode is kept as the token sequence it was generated as
+(`models.generate.EpisodeTokens`): the prompt is the system and user turns, the completion everything after, ending
+on the last sampled `<|im_end|>` of a finished episode (so TRL counts it terminated; a cut one stays truncated), and
+`env_mask` marks the token ids the model sampled, exactly as sampled, so that tool output and injected messages
+carry no loss. The reward is the judge's Scorer.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from terminus.agent.terminal import TERMINAL_TOOL
+from terminus.agent.template import TemplateError, describe, install
 from terminus.config import resolve_model as resolve
-from terminus.timing import model_view
 from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, train_and_save
 
 log = logging.getLogger(__name__)
@@ -51,54 +51,52 @@ class GRPOScriptArguments:
     dry_run: bool = field(default=False, metadata={"help": "Parse and validate everything, train nothing."})
 
 
-def episode_tokens(tokenizer, messages: list[dict], max_completion_length: int | None) -> dict:
-    """prompt_ids (system + user + generation prompt), completion_ids (the rest), env_mask (1 = model tokens)."""
-    tools = [TERMINAL_TOOL]
-    messages = model_view(messages)  # as the generator rendered them
-    prompt = tokenizer.apply_chat_template(
-        messages[:2], tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True
-    )["input_ids"]
-    full = tokenizer.apply_chat_template(
-        messages, tools=tools, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
-    )
-    ids, mask = list(full["input_ids"]), list(full["assistant_masks"])
-    # Byte-level BPE may merge the generation prompt's last newline with the reply's first characters, so the
-    # episode is split where the two tokenisations stop agreeing (at most a token or two before the boundary).
-    k = 0
-    while k < min(len(prompt), len(ids)) and ids[k] == prompt[k]:
-        k += 1
-    if k < len(prompt) - 2:
-        raise ValueError("the chat template does not render the prompt as a prefix of the episode")
-    prompt = ids[:k]
-    completion, env_mask = ids[k:], mask[k:]
-    if max_completion_length is not None:
-        completion, env_mask = completion[:max_completion_length], env_mask[:max_completion_length]
-    if not completion:  # an episode with nothing after the prompt still needs one token
-        completion, env_mask = [tokenizer.eos_token_id], [0]
-    return {"prompt_ids": list(prompt), "completion_ids": completion, "env_mask": env_mask}
+def ratio_spread(ratio, mask, mode: str, clip_min: float | None, clip_max: float | None) -> dict[str, float]:
+    """The spread of TRL's vLLM importance-sampling ratio over the tokens it weighs (`mask`): its standard deviation
+    and the share of those tokens the mode cut (clamped to a bound for `*_truncate`, zeroed for `*_mask`). TRL
+    itself logs min, mean and max."""
+    import torch
+
+    values = ratio[mask.bool()] if ratio.shape == mask.shape else ratio.flatten()
+    if values.numel() == 0:
+        return {}
+    if mode.endswith("_mask"):
+        cut = values == 0
+    else:
+        cut = torch.zeros_like(values, dtype=torch.bool)
+        if clip_max is not None:
+            cut |= values >= clip_max * (1 - 1e-6)
+        if clip_min is not None:
+            cut |= values <= clip_min * (1 + 1e-6)
+    std = values.float().std().item() if values.numel() > 1 else 0.0
+    return {"std": std, "cut_fraction": cut.float().mean().item()}
 
 
-def align_logprobs(completion_ids: list[int], env_mask: list[int], generated: list[dict]) -> list[float | None]:
-    """vLLM's logprob for each completion token the model sampled, None elsewhere (tool output, injected turns, and
-    any token the chat template renders differently from how it was sampled: TRL gives those no correction)."""
-    out: list[float | None] = [None] * len(completion_ids)
-    replies = iter(generated)
-    k = 0
-    while k < len(completion_ids):
-        if not env_mask[k]:
-            k += 1
-            continue
-        reply = next(replies, None)
-        end = k
-        while end < len(completion_ids) and env_mask[end]:
-            end += 1
-        if reply and reply.get("logprobs") and reply.get("token_ids"):
-            for j, (token, logprob) in enumerate(zip(reply["token_ids"], reply["logprobs"], strict=False)):
-                if k + j >= end or completion_ids[k + j] != token:
-                    break
-                out[k + j] = logprob
-        k = end
-    return out
+def grpo_trainer_class():
+    """TRL's GRPOTrainer, plus the spread of the importance-sampling ratio in the metrics."""
+    from trl import GRPOTrainer
+
+    class TerminusGRPOTrainer(GRPOTrainer):
+        def _generate_and_score_completions(self, inputs):
+            output = super()._generate_and_score_completions(inputs)
+            ratio = output.get("importance_sampling_ratio")
+            if ratio is not None:
+                mask = output["completion_mask"]
+                if "tool_mask" in output:
+                    mask = mask * output["tool_mask"]
+                spread = ratio_spread(
+                    ratio,
+                    mask,
+                    self.vllm_importance_sampling_mode,
+                    self.vllm_importance_sampling_clip_min,
+                    self.vllm_importance_sampling_clip_max,
+                )
+                mode = "train" if self.model.training else "eval"
+                for key, value in spread.items():
+                    self._metrics[mode][f"sampling/importance_sampling_ratio/{key}"].append(value)
+            return output
+
+    return TerminusGRPOTrainer
 
 
 def make_generator(trainer, model, tokenizer, max_new_tokens: int):
@@ -107,7 +105,14 @@ def make_generator(trainer, model, tokenizer, max_new_tokens: int):
 
     if trainer.args.use_vllm:
         return TRLVLLMGenerator(trainer, max_new_tokens)
-    return TransformersGenerator(model, tokenizer, max_new_tokens, temperature=trainer.args.temperature, name="grpo")
+    return TransformersGenerator(
+        model,
+        tokenizer,
+        max_new_tokens,
+        temperature=trainer.args.temperature,
+        name="grpo",
+        chat_kwargs=trainer.chat_template_kwargs,  # the recipe's enable_thinking
+    )
 
 
 def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments):
@@ -115,6 +120,7 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
 
     from terminus.collect.lockstep import run_lockstep
     from terminus.collect.runner import run_episode
+    from terminus.models.generate import EpisodeTokens
 
     def rollout(prompts: list, trainer) -> dict:
         from trl.models.utils import unwrap_model_for_generation
@@ -138,9 +144,19 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
             if trainer.args.use_vllm
             else unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator)
         )
+        budget = trainer.args.max_completion_length
         with unwrap as model:
             generator = make_generator(trainer, model, tokenizer, script_args.max_new_tokens)
-            run = run_lockstep(episodes, generator, name="grpo-policy")
+            # each episode is trained on the token ids it sampled, in the context it sampled them in
+            tokens = partial(
+                EpisodeTokens,
+                tokenizer,
+                max_new_tokens=script_args.max_new_tokens,
+                max_completion_length=budget,
+                max_model_len=generator.max_model_len,
+                chat_kwargs=trainer.chat_template_kwargs,
+            )
+            run = run_lockstep(episodes, generator, name="grpo-policy", tokens=tokens)
         out = {
             "prompt_ids": [],
             "completion_ids": [],
@@ -148,15 +164,26 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
             "env_mask": [],
             "trajectory": [],
         }
-        stats = {"turns": [], "timeouts": [], "format_errors": [], "final_answer": []}
+        stats = {"turns": [], "timeouts": [], "format_errors": [], "final_answer": [], "truncated": []}
+        stats |= {"completion_tokens": [], "loss_mask_tokens": [], "prompt_overflow": []}
         for traj, policy in zip(run.trajectories, run.policies, strict=True):
             record = traj.to_dict()
-            tokens = episode_tokens(tokenizer, record["messages"], trainer.args.max_completion_length)
+            sample = policy.tokens.sample(budget)
+            replies = sum(1 for m in record["messages"] if m["role"] == "assistant")
+            if replies and not any(sample["env_mask"]):
+                raise TemplateError(
+                    f"episode {traj.id}: none of the tokens of its {replies} replies carries loss "
+                    f"(chat template: {describe(tokenizer)}); GRPO would train on nothing"
+                )
             for key in ("prompt_ids", "completion_ids", "env_mask"):
-                out[key].append(tokens[key])
+                out[key].append(sample[key])
             if out["logprobs"] is not None:
-                out["logprobs"].append(align_logprobs(tokens["completion_ids"], tokens["env_mask"], policy.generated))
+                out["logprobs"].append(sample["logprobs"])
             out["trajectory"].append(record)
+            stats["truncated"].append(float(sample["truncated"]))
+            stats["completion_tokens"].append(len(sample["completion_ids"]))
+            stats["loss_mask_tokens"].append(sum(sample["env_mask"]))
+            stats["prompt_overflow"].append(float("PromptTooLong" in (traj.error or "")))
             stats["turns"].append(len(traj.turns))
             stats["timeouts"].append(sum(t.timed_out for t in traj.turns))
             stats["format_errors"].append(traj.format_errors)
@@ -181,10 +208,11 @@ def build_dataset(tasks: list):
     return Dataset.from_list(rows)
 
 
-def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
+def main(script_args: GRPOScriptArguments, training_args, model_args, reward_funcs: list | None = None) -> dict:
+    """Train; `reward_funcs` replaces the Scorer (scripts/paper_path_check.py: random weights state no facts)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer, get_peft_config
+    from trl import get_peft_config
 
     from terminus.config import load_config
     from terminus.determinism import deterministic_torch
@@ -232,12 +260,12 @@ def main(script_args: GRPOScriptArguments, training_args, model_args) -> dict:
         group=experiment["judge"]["group"],
     )
     model_id = resolve(model_args.model_name_or_path)
-    tokenizer = AutoTokenizer.from_pretrained(model_id)
+    tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # the template SFT trained with
     dtype = model_args.dtype if model_args.dtype in (None, "auto") else getattr(torch, model_args.dtype)
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype)
-    trainer = GRPOTrainer(
+    trainer = grpo_trainer_class()(
         model=model,
-        reward_funcs=[scorer],
+        reward_funcs=reward_funcs or [scorer],
         args=training_args,
         train_dataset=build_dataset(tasks),
         processing_class=tokenizer,

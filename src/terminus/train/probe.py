@@ -21,6 +21,7 @@ import re
 import statistics
 from pathlib import Path
 
+from terminus.agent.template import CHAT_KWARGS
 from terminus.train.data import decision_cut
 
 _CD = re.compile(r"^cd\s+(\S+)\s*&&\s*")
@@ -65,7 +66,9 @@ def cases(rows: list[dict], limit: int) -> list[dict]:
 def command_tokens(tokenizer, messages: list[dict], at: int, command: str, tools) -> tuple[list[int], list[int]]:
     """The token ids of the conversation through the assistant turn after messages[at], and the positions of the
     tokens that spell `command` in that turn (as JSON-quoted in the tool call)."""
-    prompt = tokenizer.apply_chat_template(messages[: at + 1], tools=tools, add_generation_prompt=True, tokenize=False)
+    prompt = tokenizer.apply_chat_template(
+        messages[: at + 1], tools=tools, add_generation_prompt=True, tokenize=False, **CHAT_KWARGS
+    )
     full = tokenizer.apply_chat_template(messages[: at + 2], tools=tools, tokenize=False)
     quoted = json.dumps(command)[1:-1]
     start = full.find(quoted, len(prompt))
@@ -91,7 +94,9 @@ def _command_nll(model, tokenizer, messages: list[dict], at: int, command: str, 
 def _greedy_command(model, tokenizer, messages: list[dict], at: int, tools, max_new_tokens: int) -> str:
     import torch
 
-    prompt = tokenizer.apply_chat_template(messages[: at + 1], tools=tools, add_generation_prompt=True, tokenize=False)
+    prompt = tokenizer.apply_chat_template(
+        messages[: at + 1], tools=tools, add_generation_prompt=True, tokenize=False, **CHAT_KWARGS
+    )
     enc = tokenizer(prompt, return_tensors="pt")
     with torch.no_grad():
         out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)

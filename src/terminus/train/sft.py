@@ -15,6 +15,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from terminus.agent.template import TemplateError, describe, install
 from terminus.config import ROOT, resolve_model
 from terminus.io import append_jsonl, write_jsonl_atomic
 
@@ -114,6 +115,20 @@ def check_model_resolves(model_id: str) -> dict:
     return {"model": model_id, "source": source, "class": MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]}
 
 
+def check_assistant_mask(tokenizer, messages: list[dict]) -> None:
+    """One clear line, before any training, when the template marks no assistant token (TRL would train on nothing)."""
+    from terminus.agent.terminal import TERMINAL_TOOL
+
+    rendered = tokenizer.apply_chat_template(
+        messages, tools=[TERMINAL_TOOL], tokenize=True, return_dict=True, return_assistant_tokens_mask=True
+    )
+    if not any(rendered["assistant_masks"]):
+        raise TemplateError(
+            f"{describe(tokenizer)} marks no assistant token of a training conversation (no {{% generation %}} "
+            "markers): assistant-only loss would be 0"
+        )
+
+
 def dry_run_report(training_args, model_args, keys: tuple[str, ...]) -> dict:
     """What a recipe would train (the model resolved without downloading, the output folder, the recipe's `keys`),
     printed and returned instead of training."""
@@ -140,7 +155,9 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
     if not Path(dataset_path).is_dir():
         raise FileNotFoundError(f"dataset {dataset_path} does not exist (make it with `terminus sft-data`)")
     data = load_from_disk(dataset_path)
-    tokenizer = AutoTokenizer.from_pretrained(model_id)
+    tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # Qwen3-4B's own has no generation markers
+    if training_args.assistant_only_loss:
+        check_assistant_mask(tokenizer, data["train"][0]["messages"])
     dtype = model_args.dtype if model_args.dtype in (None, "auto") else getattr(torch, model_args.dtype)
     model = AutoModelForCausalLM.from_pretrained(
         model_id, dtype=dtype, attn_implementation=model_args.attn_implementation

@@ -7,10 +7,11 @@ import json
 import logging
 from pathlib import Path
 
+from terminus.agent.template import install
+
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[3]
-CHAT_TEMPLATE = ROOT / "configs" / "agent" / "chat_template.jinja"
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # Ordinary (non-special) tokens: vLLM strips special tokens before its tool parser sees the text.
 MARKUP = [
@@ -66,7 +67,7 @@ def build_tokenizer(texts: list[str], vocab_size: int = 4096):
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
     )
     fast.add_tokens(MARKUP)  # whole tokens, not special
-    fast.chat_template = CHAT_TEMPLATE.read_text()
+    install(fast)  # the template Qwen3-4B is trained with (terminus.agent.template)
     return fast
 
 
