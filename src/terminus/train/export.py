@@ -4,9 +4,15 @@ episode as the trained model does (`parity`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from terminus.agent.template import install
@@ -120,19 +126,61 @@ def reference_logprobs(model, ids: list[int], device: str) -> list[float]:
 
 
 def vllm_logprobs(model_dir: Path, ids: list[int]) -> list[float]:
-    """The same log-probabilities from vLLM loading the exported folder, in float32 (vLLM's prompt logprobs)."""
-    import os
+    """The same log-probabilities from vLLM loading the exported folder, in float32 (vLLM's prompt logprobs).
 
+    vLLM runs in a child process that hands back its figures and ends without Python's teardown: an engine left to
+    the interpreter's exit aborted the export after it had passed ("terminate called without an active exception",
+    seen in a smoke run), and the child's exit gives its GPU memory back at once."""
+    with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen(
+            [sys.executable, "-c", "from terminus.train.export import _vllm_child; _vllm_child()", str(model_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            start_new_session=True,  # its engine's processes too: all of them go when the figures are in
+        )
+        try:
+            child.stdin.write(json.dumps(ids))
+            child.stdin.close()
+            # The figures arrive on one line; the engine's processes may hold the pipe open after, so read to the
+            # line, not to the end of the stream.
+            reply = next((line for line in child.stdout if line.startswith(_CHILD_MARK)), None)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=60)
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            child.stdout.close()
+        if reply is None:
+            errors.seek(0)
+            tail = errors.read().decode(errors="replace").strip()[-800:]
+            raise RuntimeError(f"vLLM could not score {model_dir}: {tail}")
+    return json.loads(reply.removeprefix(_CHILD_MARK))
+
+
+_CHILD_MARK = "terminus-vllm-logprobs: "
+
+
+def _vllm_child() -> None:
+    """In the child: score the ids read from stdin, print them, and leave without tearing vLLM down."""
     from vllm import LLM, SamplingParams
 
     from terminus.models.serve import _cuda, fitting_memory_fraction
 
+    ids = json.loads(sys.stdin.read())
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     engine = {"gpu_memory_utilization": fitting_memory_fraction()} if _cuda() else {}
-    llm = LLM(model=str(model_dir), enforce_eager=True, max_model_len=4096, dtype="float32", **engine)
+    llm = LLM(model=sys.argv[1], enforce_eager=True, max_model_len=4096, dtype="float32", **engine)
     params = SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=0)
     out = llm.generate([{"prompt_token_ids": ids}], params, use_tqdm=False)[0]
-    return [entry[token].logprob for token, entry in zip(ids[1:], out.prompt_logprobs[1:], strict=True)]
+    logprobs = [entry[token].logprob for token, entry in zip(ids[1:], out.prompt_logprobs[1:], strict=True)]
+    print(_CHILD_MARK + json.dumps(logprobs), flush=True)
+    with contextlib.suppress(Exception):  # the engine's own processes first; the parent kills what is left
+        llm.llm_engine.engine_core.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def parity(model, tokenizer, model_dir: Path, tolerance: float = PARITY_TOLERANCE) -> dict:
