@@ -29,6 +29,13 @@ def test_expert_states_the_true_facts(language, variant, tmp_path):
         traj = ExecutionSubagent(make_policy("scripted"), box).run(QUERY)
     assert traj.termination == "final_answer", traj.error
     assert len(traj.final_answer) == len(traj.turns)  # one pair per command run
+    # the toolchain line keeps the run's own exit status (a filtered run's was once reported as 0)
+    assert all(
+        t.exit_code is not None and f"exit code {t.exit_code}." in e["summary"]
+        for t, e in zip(traj.turns[1:], traj.final_answer[1:], strict=True)
+    )
+    if variant == "fail":
+        assert traj.turns[-1].exit_code != 0
     for task_type in TASK_TYPES[variant]:
         verdict = check(traj.final_answer, project.facts, task_type, observations_of(traj.messages))
         summary = "\n".join(e["summary"] for e in traj.final_answer)

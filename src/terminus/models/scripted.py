@@ -58,7 +58,7 @@ def filtered(command: str, keep: str) -> str:  # keep: a filter reading the log 
 def shown(command: str) -> str:
     """The command as the answer names it: a run whose log went to a file is named by its run, not its filter, and
     the toolchain line (`with_toolchain`) is left out."""
-    command = command.split(TOOLCHAIN_MARK, 1)[0]
+    command = without_toolchain(command)
     for marker in (' > "$TMPDIR/run.log"', ' > "$TMPDIR/build.log"'):
         if marker in command:
             return command.split(marker, 1)[0] + "  (full log kept in the sandbox, filtered)"
@@ -67,7 +67,7 @@ def shown(command: str) -> str:
 
 # Which interpreter or toolchain ran, and its version: a user's venv and the system's python3 give different answers,
 # and an answer that does not say which ran cannot be trusted (`toolchains.toolchain_fact` reads the line back).
-TOOLCHAIN_MARK = '; rc=$?; echo "[toolchain:'
+TOOLCHAIN_MARK = '; echo "[toolchain:'
 VERSION_PROBES = {
     "python": "python3 --version",
     "python3": "python3 --version",
@@ -91,9 +91,14 @@ def with_toolchain(command: str, program: str | None) -> str:
         return command
     first = program if program in ("python", "python3", "pytest") else probe.split()[0]
     line = f'{TOOLCHAIN_MARK} $(command -v {first}) $({probe} 2>&1)]"; exit $rc'
-    if command.endswith("; exit $rc"):  # the filtered and logged runs end so: the line goes before their exit
+    if command.endswith("; exit $rc"):  # the filtered and logged runs keep their status in rc already
         return command.removesuffix("; exit $rc") + line
-    return command + line
+    return command + "; rc=$?" + line
+
+
+def without_toolchain(command: str) -> str:
+    """The command without the toolchain line `with_toolchain` added (and the `rc=$?` before it)."""
+    return command.split(TOOLCHAIN_MARK, 1)[0].removesuffix("; rc=$?")
 
 
 NODE_KEEP = (
@@ -245,7 +250,7 @@ def summarise(kind: str, command: str, observation: str) -> str:
     if status.timed_out:
         return "Timed out before finishing; results are incomplete."
     text = _ABSOLUTE_WORKSPACE.sub("", observation)  # paths relative to the repository, as the main agent sees it
-    facts = runner_for(command.split(TOOLCHAIN_MARK, 1)[0]).parse(command, text, status.exit_code)
+    facts = runner_for(without_toolchain(command)).parse(command, text, status.exit_code)
     if missing := missing_module(text):
         fix = {"python": f"pip install {missing}", "node": f"npm install {missing}"}.get(kind, f"install {missing}")
         facts.append(f"missing dependency '{missing}' (fix: {fix})")
