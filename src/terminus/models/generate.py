@@ -47,6 +47,11 @@ def encode(
     return list(rendered["input_ids"])
 
 
+def encode_all(tokenizer, conversations: list[list[dict]], tools: list[list[dict]], chat_kwargs) -> list[list[int]]:
+    """Each conversation's prompt ids (`encode`), for a generator called without the episodes' own ids."""
+    return [encode(tokenizer, c, t, chat_kwargs) for c, t in zip(conversations, tools, strict=True)]
+
+
 def eos_ids(model, tokenizer) -> set[int]:
     eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     if eos is None:
@@ -82,9 +87,9 @@ class TransformersGenerator:
     ) -> list[dict]:
         import torch
 
-        if prompts is None:
-            pairs = zip(conversations, tools, strict=True)
-            prompts = [encode(self.tokenizer, c, t, self.chat_kwargs) for c, t in pairs]
+        prompts = (
+            prompts if prompts is not None else encode_all(self.tokenizer, conversations, tools, self.chat_kwargs)
+        )
         width = max(len(p) for p in prompts)
         device = next(self.model.parameters()).device
         input_ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in prompts], device=device)
@@ -136,9 +141,9 @@ class TRLVLLMGenerator:
     def generate(
         self, conversations: list[list[dict]], tools: list[list[dict]], prompts: list[list[int]] | None = None
     ) -> list[dict]:
-        if prompts is None:
-            pairs = zip(conversations, tools, strict=True)
-            prompts = [encode(self.tokenizer, c, t, self.chat_kwargs) for c, t in pairs]
+        prompts = (
+            prompts if prompts is not None else encode_all(self.tokenizer, conversations, tools, self.chat_kwargs)
+        )
         episode_budget = self.vllm.max_completion_length
         self.vllm.max_completion_length = self.max_new_tokens
         try:
