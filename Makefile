@@ -42,13 +42,16 @@ reproduce-check: $(STAMP) sysdeps
 	$(BIN)/python scripts/reproduce_check.py
 
 # Does the tiny model learn the task? configs/learning.yaml once per seed (each a whole run, ~30-45 min on 2 cores),
-# then the targets -> results/benchmarks/learning.json and the tables -> results/cached/learning/.
+# the easy-reward GRPO check on the first seed's SFT model (does the wiring learn at all?), then the targets ->
+# results/benchmarks/learning.json and the tables -> results/cached/learning/.
 SEEDS ?= 0 1 2
 learning: $(STAMP) sysdeps
 	for s in $(SEEDS); do \
 	  $(BIN)/snakemake results/learning-$$s/training/summary.json --workflow-profile workflow/profiles/local \
 	    --configfile configs/learning.yaml --config seed=$$s run=learning-$$s || exit 1; \
 	done
+	$(BIN)/python benchmarks/easy_reward.py --model results/learning-$(firstword $(SEEDS))/models/sft-merged \
+	  --tasks results/learning-$(firstword $(SEEDS))/tasks/valid.jsonl
 	$(BIN)/python benchmarks/learning.py --seeds $(SEEDS) --cache results/cached/learning
 
 dry-run-paper: $(STAMP)

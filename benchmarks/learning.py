@@ -1,15 +1,23 @@
-"""Does the tiny model learn the task? The learning runs' held-out figures, per seed, against the targets.
+"""Does the tiny model learn the task? The learning runs' figures, per seed, against the targets.
 
-Reads results/<prefix>-<seed>/training/summary.json for each seed (`make learning` runs configs/learning.yaml once
-per seed), writes results/benchmarks/learning.json:
+Reads, for each seed, results/<prefix>-<seed>/: training/summary.json (held-out and training-task figures),
+models/grpo/before_after.json (GRPO's tasks sampled before and after it), the held-out episodes
+(training/held_out_<model>.jsonl, for intervals) and tasks/valid.jsonl; and the easy-reward check
+(results/benchmarks/easy_reward.json, `benchmarks/easy_reward.py`). Writes results/benchmarks/learning.json:
 
-    {"seeds": [0, 1, 2], "per_seed": [{"seed": 0,
-       "base": {"final_answer_rate", "fact_recall"}, "sft": {...},
-       "grpo": {"final_answer_rate", "fact_recall", "reward_first_quarter", "reward_last_quarter"}}, ...],
+    {"seeds": [0, 1, 2],
+     "easy_reward": {"steps", "first", "last", "passed"},
+     "per_seed": [{"seed": 0,
+       "base": {"final_answer_rate", "fact_recall"},
+       "sft": {"final_answer_rate", "fact_recall", "fact_recall_ci95", "train_fact_recall", "train_final_answer_rate"},
+       "grpo": {"final_answer_rate", "fact_recall", "fact_recall_ci95", "reward_first_quarter", "reward_last_quarter",
+                "before_after": {"tasks", "samples_per_task", "before", "after", "diff", "ci95"},
+                "held_out_vs_sft": {"tasks", "diff", "ci95"}}}, ...],
      "targets": {name: {"value", "target", "met"}}}
 
-and, with --cache DIR, copies each seed's tables (training summary, SFT and GRPO metrics, held-out episodes' counts)
-to DIR/seed-<seed>/ for the training notebook.
+Intervals are 95% t intervals: held-out recall over its episodes (one a task), differences over tasks (paired).
+With --cache DIR, copies each seed's tables (training summary, SFT and GRPO metrics, GRPO's before/after,
+held-out episodes' counts) to DIR/seed-<seed>/ for the training notebook.
 """
 
 from __future__ import annotations
@@ -17,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
 from pathlib import Path
 
@@ -25,44 +32,99 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from terminus.io import write_json_atomic  # noqa: E402
+from terminus.judge.facts import check, observations_of  # noqa: E402
+from terminus.stats import mean_interval  # noqa: E402
+from terminus.tasks.record import load_tasks  # noqa: E402
+from terminus.train.before_after import paired_interval  # noqa: E402
 
 KEYS = ("final_answer_rate", "fact_recall")
+BEFORE_AFTER = ("tasks", "samples_per_task", "before", "after", "diff", "ci95")
+CACHED = ("training/summary.json", "models/sft/metrics.jsonl", "models/grpo/metrics.jsonl",
+          "models/grpo/before_after.json", "sft-data/counts.json", "tasks/tasks.stats.json")  # fmt: skip
 
 
-def per_seed(seed: int, summary: dict) -> dict:
+def episode_recalls(run: Path, model: str) -> dict[str, float]:
+    """Fact recall of each held-out episode of `model`, by task (as training/summary.json computes its mean)."""
+    path = run / "training" / f"held_out_{model}.jsonl"
+    if not path.is_file():
+        return {}
+    tasks = {t.id: t for t in load_tasks(run / "tasks" / "valid.jsonl")}
+    out = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            task = tasks[r["task_id"]]
+            out[r["task_id"]] = check(
+                r["final_answer"], task.facts, task.task_type, observations_of(r["messages"])
+            ).recall
+    return out
+
+
+def interval(values: list[float]) -> list[float] | None:
+    if len(values) < 2:
+        return None
+    mean, half = mean_interval(values)
+    return [round(mean - half, 4), round(mean + half, 4)]
+
+
+def per_seed(seed: int, run: Path, summary: dict) -> dict:
     row = {"seed": seed}
     for stage in ("base", "sft", "grpo"):
         row[stage] = {k: summary[stage][k] for k in KEYS}
+    recalls = {m: episode_recalls(run, m) for m in ("sft", "grpo")}
+    for m in ("sft", "grpo"):
+        row[m]["fact_recall_ci95"] = interval(list(recalls[m].values()))
+    row["sft"]["train_fact_recall"] = summary["sft"].get("train_fact_recall")
+    row["sft"]["train_final_answer_rate"] = summary["sft"].get("train_final_answer_rate")
     row["grpo"]["reward_first_quarter"] = summary["grpo"]["reward_first"]
     row["grpo"]["reward_last_quarter"] = summary["grpo"]["reward_last"]
+    before_after = run / "models" / "grpo" / "before_after.json"
+    report = json.loads(before_after.read_text()).get("report") if before_after.is_file() else None
+    row["grpo"]["before_after"] = {k: report[k] for k in BEFORE_AFTER} if report else None
+    shared = sorted(set(recalls["sft"]) & set(recalls["grpo"]))
+    row["grpo"]["held_out_vs_sft"] = (
+        {"tasks": len(shared), **paired_interval({t: recalls["sft"][t] for t in shared},
+                                                 {t: recalls["grpo"][t] for t in shared})}
+        if len(shared) > 1 else None
+    )  # fmt: skip
     return row
 
 
-def targets(rows: list[dict]) -> dict:
-    def mean(stage: str, key: str) -> float:
-        return round(statistics.fmean(r[stage][key] for r in rows), 4)
+def _target(value, target: str, met: bool) -> dict:
+    return {"value": value, "target": target, "met": bool(met)}
 
-    rises = [r["grpo"]["reward_last_quarter"] - r["grpo"]["reward_first_quarter"] for r in rows]
-    spread = statistics.stdev(rises) if len(rises) > 1 else 0.0
-    out = {
-        "sft_final_answer_rate": {"value": mean("sft", "final_answer_rate"), "target": ">= 0.9"},
-        "sft_fact_recall": {"value": mean("sft", "fact_recall"), "target": ">= 0.5"},
-        "grpo_final_answer_rate_vs_sft": {
-            "value": round(mean("grpo", "final_answer_rate") - mean("sft", "final_answer_rate"), 4),
-            "target": ">= 0",
-        },
-        "grpo_reward_rises_every_seed": {"value": [round(x, 4) for x in rises], "target": "all > 0"},
-        "grpo_mean_rise_over_std": {
-            "value": {"mean": round(statistics.fmean(rises), 4), "std": round(spread, 4)},
-            "target": "mean > std",
-        },
+
+def targets(rows: list[dict], easy: dict | None) -> dict:
+    def each(stage: str, key: str) -> list:
+        return [r[stage].get(key) for r in rows]
+
+    train_recall, train_answer = each("sft", "train_fact_recall"), each("sft", "train_final_answer_rate")
+    answer = each("sft", "final_answer_rate")
+    above = [bool(r["grpo"]["before_after"] and r["grpo"]["before_after"]["ci95"][0] > 0) for r in rows]
+    grpo_vs_sft = [round(r["grpo"]["final_answer_rate"] - r["sft"]["final_answer_rate"], 4) for r in rows]
+    return {
+        "easy_reward_check_passes": _target(easy and easy["passed"], "passed", easy and easy["passed"]),
+        "sft_train_fact_recall_every_seed": _target(
+            train_recall, ">= 0.8", all(v is not None and v >= 0.8 for v in train_recall)
+        ),
+        "sft_train_final_answer_rate_every_seed": _target(
+            train_answer, ">= 0.9", all(v is not None and v >= 0.9 for v in train_answer)
+        ),
+        "sft_final_answer_rate_every_seed": _target(answer, ">= 0.9", all(v >= 0.9 for v in answer)),
+        "grpo_before_after_ci_above_zero": _target(
+            [r["grpo"]["before_after"] and r["grpo"]["before_after"]["ci95"] for r in rows],
+            f"interval above 0 on >= {min(2, len(rows))} of {len(rows)} seeds",
+            sum(above) >= min(2, len(rows)),
+        ),
+        "grpo_final_answer_rate_vs_sft_every_seed": _target(grpo_vs_sft, ">= 0", all(d >= 0 for d in grpo_vs_sft)),
     }
-    out["sft_final_answer_rate"]["met"] = out["sft_final_answer_rate"]["value"] >= 0.9
-    out["sft_fact_recall"]["met"] = out["sft_fact_recall"]["value"] >= 0.5
-    out["grpo_final_answer_rate_vs_sft"]["met"] = out["grpo_final_answer_rate_vs_sft"]["value"] >= 0
-    out["grpo_reward_rises_every_seed"]["met"] = all(x > 0 for x in rises)
-    out["grpo_mean_rise_over_std"]["met"] = statistics.fmean(rises) > spread
-    return out
+
+
+def easy_reward(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    return {k: data[k] for k in ("steps", "first", "last", "passed")}
 
 
 def main() -> int:
@@ -70,6 +132,8 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--prefix", default="results/learning", help="Run folders are <prefix>-<seed>.")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks" / "learning.json")
+    ap.add_argument("--easy-reward", type=Path, default=ROOT / "results" / "benchmarks" / "easy_reward.json",
+                    help="The easy-reward check's result (benchmarks/easy_reward.py).")  # fmt: skip
     ap.add_argument("--cache", type=Path, help="Copy each seed's tables to <cache>/seed-<seed>/.")
     args = ap.parse_args()
     rows = []
@@ -79,24 +143,26 @@ def main() -> int:
         if not summary_path.is_file():
             print(f"{summary_path} is missing: run `make learning` (or that seed's run) first", file=sys.stderr)
             return 2
-        rows.append(per_seed(seed, json.loads(summary_path.read_text())))
+        rows.append(per_seed(seed, run, json.loads(summary_path.read_text())))
         if args.cache:
             dest = args.cache / f"seed-{seed}"
             dest.mkdir(parents=True, exist_ok=True)
-            for name in ("training/summary.json", "models/sft/metrics.jsonl", "models/grpo/metrics.jsonl",
-                         "sft-data/counts.json", "tasks/tasks.stats.json"):  # fmt: skip
+            for name in CACHED:
                 if (run / name).is_file():
                     shutil.copyfile(run / name, dest / name.replace("/", "__"))
-    result = {"seeds": args.seeds, "per_seed": rows, "targets": targets(rows)}
+    easy = easy_reward(args.easy_reward)
+    result = {"seeds": args.seeds, "easy_reward": easy, "per_seed": rows, "targets": targets(rows, easy)}
     write_json_atomic(args.out, result)
     for row in rows:
-        g = row["grpo"]
+        g, s = row["grpo"], row["sft"]
+        ba = g["before_after"] or {}
         print(
-            f"seed {row['seed']}: recall base {row['base']['fact_recall']:.2f} -> sft {row['sft']['fact_recall']:.2f} "
-            f"-> grpo {g['fact_recall']:.2f}; final answer sft {row['sft']['final_answer_rate']:.2f} "
-            f"grpo {g['final_answer_rate']:.2f}; "
-            f"reward {g['reward_first_quarter']:.3f} -> {g['reward_last_quarter']:.3f}"
+            f"seed {row['seed']}: SFT recall train {s['train_fact_recall']} held-out {s['fact_recall']:.2f} "
+            f"{s['fact_recall_ci95']}; final answer {s['final_answer_rate']:.2f}; GRPO on its {ba.get('tasks')} tasks "
+            f"{ba.get('before')} -> {ba.get('after')} (diff {ba.get('diff')}, 95% CI {ba.get('ci95')}); held-out "
+            f"recall grpo {g['fact_recall']:.2f}, vs sft {g['held_out_vs_sft']}"
         )
+    print(f"easy reward: {easy}")
     for name, t in result["targets"].items():
         print(f"{'met ' if t['met'] else 'MISS'} {name}: {t['value']} (target {t['target']})")
     return 0

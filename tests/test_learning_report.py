@@ -15,10 +15,18 @@ from terminus.config import ROOT
 
 
 def fake_run(folder: Path, seed: int, sft_recall: float, rise: float) -> None:
-    """One learning run's tables, in the layout the training stages write."""
+    """One learning run's tables, in the layout the training stages write (`rise`: GRPO's before/after difference
+    on its tasks, whose interval is +-0.05 around it)."""
     summary = {
         "base": {"final_answer_rate": 0.0, "fact_recall": 0.0, "n": 50},
-        "sft": {"final_answer_rate": 0.95, "fact_recall": sft_recall, "n": 50},
+        "sft": {
+            "final_answer_rate": 0.95,
+            "fact_recall": sft_recall,
+            "n": 50,
+            "train_fact_recall": sft_recall + 0.3,
+            "train_final_answer_rate": 0.97,
+            "train_n": 60,
+        },
         "grpo": {
             "final_answer_rate": 0.96,
             "fact_recall": sft_recall + 0.02,
@@ -36,12 +44,15 @@ def fake_run(folder: Path, seed: int, sft_recall: float, rise: float) -> None:
     (folder / "models" / "sft" / "metrics.jsonl").write_text(
         "".join(json.dumps({"step": s, "loss": 3.0 / s + seed * 0.01}) + "\n" for s in range(1, 11))
     )
+    ci95 = [round(rise - 0.05, 4), round(rise + 0.05, 4)]
+    report = {"tasks": 8, "samples_per_task": 8, "before": 0.3, "after": 0.3 + rise, "diff": rise, "ci95": ci95}
+    (folder / "models" / "grpo" / "before_after.json").write_text(json.dumps({"report": report}))
     (folder / "models" / "grpo" / "metrics.jsonl").write_text(
         "".join(json.dumps({"step": s, "reward": 0.4 + rise * s / 8, "reward_std": 0.1}) + "\n" for s in range(1, 9))
     )
 
 
-def report(tmp_path: Path, runs: dict[int, tuple[float, float]]) -> dict:
+def report(tmp_path: Path, runs: dict[int, tuple[float, float]], easy: Path | None = None) -> dict:
     for seed, (recall, rise) in runs.items():
         fake_run(tmp_path / f"learning-{seed}", seed, recall, rise)
     out = tmp_path / "learning.json"
@@ -56,20 +67,28 @@ def report(tmp_path: Path, runs: dict[int, tuple[float, float]]) -> dict:
         str(out),
         "--cache",
         str(tmp_path / "cached" / "learning"),
+        "--easy-reward",
+        str(easy or tmp_path / "no-easy-reward.json"),
     ]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.read_text())
 
 
 def test_targets_met_and_missed(tmp_path):
-    met = report(tmp_path / "a", {0: (0.6, 0.1), 1: (0.55, 0.12), 2: (0.7, 0.09)})
+    easy = tmp_path / "easy_reward.json"
+    easy.write_text(json.dumps({"steps": 12, "first": 0.5, "last": 0.9, "passed": True, "margin": 0.2}))
+    met = report(tmp_path / "a", {0: (0.6, 0.1), 1: (0.55, 0.12), 2: (0.7, 0.0)}, easy)
     assert met["seeds"] == [0, 1, 2] and [r["seed"] for r in met["per_seed"]] == [0, 1, 2]
+    assert met["easy_reward"] == {"steps": 12, "first": 0.5, "last": 0.9, "passed": True}
     assert met["per_seed"][0]["grpo"]["reward_last_quarter"] == pytest.approx(0.5)
-    assert all(t["met"] for t in met["targets"].values())
-    missed = report(tmp_path / "b", {0: (0.2, 0.1), 1: (0.3, -0.05), 2: (0.25, 0.2)})
-    assert not missed["targets"]["sft_fact_recall"]["met"]
-    assert not missed["targets"]["grpo_reward_rises_every_seed"]["met"]
-    assert not missed["targets"]["grpo_mean_rise_over_std"]["met"]  # mean 0.083 < std 0.125
+    assert met["per_seed"][0]["sft"]["train_fact_recall"] == pytest.approx(0.9)
+    ba = met["per_seed"][1]["grpo"]["before_after"]
+    assert set(ba) == {"tasks", "samples_per_task", "before", "after", "diff", "ci95"} and ba["diff"] == 0.12
+    assert all(t["met"] for t in met["targets"].values()), met["targets"]  # 2 of 3 intervals above 0 is enough
+    missed = report(tmp_path / "b", {0: (0.2, 0.1), 1: (0.3, 0.0), 2: (0.25, -0.1)}, tmp_path / "none.json")
+    assert missed["easy_reward"] is None and not missed["targets"]["easy_reward_check_passes"]["met"]
+    assert not missed["targets"]["sft_train_fact_recall_every_seed"]["met"]  # 0.5 and 0.55 < 0.8
+    assert not missed["targets"]["grpo_before_after_ci_above_zero"]["met"]  # one of three
 
 
 def test_notebook_functions_read_the_cached_learning_tables(tmp_path):
@@ -80,5 +99,6 @@ def test_notebook_functions_read_the_cached_learning_tables(tmp_path):
     sft = table[(table["model"] == "sft") & (table["metric"] == "fact_recall")].iloc[0]
     assert sft["mean"] == pytest.approx(0.6) and sft["ci95"] == pytest.approx(4.303 * 0.1 / 3**0.5, abs=1e-3)
     fig = analysis.plot_learning(runs)
-    assert len(fig.axes) == 3
+    assert len(fig.axes) == 4  # SFT loss, GRPO reward, held-out recall, GRPO before/after
+    assert runs[1]["before_after"]["diff"] == 0.1
     assert analysis.load_learning(tmp_path / "nothing-here") is None

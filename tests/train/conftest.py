@@ -25,3 +25,17 @@ def sft_data(tmp_path_factory) -> tuple[Path, Path]:
     collect(root / "tasks.jsonl", make_policy("scripted"), root / "traj.jsonl", concurrency=2, show_progress=False)
     build_sft_dataset(root / "traj.jsonl", root / "tasks.jsonl", root / "sft")
     return root / "tasks.jsonl", root / "sft"
+
+
+@pytest.fixture(scope="session")
+def briefly_sft_model(tiny_model, sft_data, tmp_path_factory) -> Path:
+    """The tiny model after 120 SFT steps on `sft_data`, exported: its rollouts differ in reward (a random model's
+    all score 0, which gives GRPO no gradient). Made once for the GRPO tests."""
+    from terminus.train.export import export
+
+    from .helpers import run_sft
+
+    root = tmp_path_factory.mktemp("sft")
+    summary = run_sft(tiny_model, sft_data[1], root / "sft", "--max_steps", "120")
+    export(Path(summary["model"]), root / "sft-merged", check_vllm=False)
+    return root / "sft-merged"

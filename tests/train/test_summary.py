@@ -80,3 +80,27 @@ def test_held_out_episodes_are_kept_for_their_model_and_run_again_for_a_model_tr
     assert [r.get("mark") for r in run()] == [1] * len(first) != []
     (model / "config.json").write_text((model / "config.json").read_text() + "\n")  # written again since
     assert [r.get("mark") for r in run()] == [None] * len(first)
+
+
+def test_train_tasks_add_the_sft_models_figures_on_a_seeded_draw_of_its_training_tasks(tiny_model, tmp_path):
+    """`--train-tasks N`: the SFT model also runs N of its training tasks (sft.train_fact_recall), the same N on
+    every call; without it the summary is as before (no train_ keys)."""
+    from terminus.config import stamp
+    from terminus.train.evaluate import training_summary
+
+    synthetic = {"languages": ["python"], "repos_per_language": 4, "variants": ["fail"], "verbose_lines": 0}
+    tasks = synthetic_corpus(tmp_path, synthetic, {"train": 0.5, "val": 0.0, "test": 0.5}, sandbox="local")
+    assert len([t for t in load_tasks(tasks) if t.split == "train"]) > 2
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text(json.dumps({"step": 1, "reward": 0.1}) + "\n")
+    models = {"sft": str(tiny_model), "grpo": str(tiny_model)}
+    common = {"stamp": stamp({"run": "t"}), "max_turns": 1, "max_new_tokens": 8, "concurrency": 1, "backend": "local"}
+    out = tmp_path / "a" / "summary.json"
+    summary = training_summary(tasks, models, metrics, out, train_tasks=2, **common)
+    assert summary["sft"]["train_n"] == 2 and 0 <= summary["sft"]["train_fact_recall"] <= 1
+    assert "train_final_answer_rate" in summary["sft"] and "train_n" not in summary["grpo"]
+    drawn = [json.loads(x)["task_id"] for x in (out.parent / "train_sft.jsonl").read_text().splitlines()]
+    train_ids = {t.id for t in load_tasks(tasks) if t.split == "train"}
+    assert len(drawn) == 2 and set(drawn) <= train_ids
+    plain = training_summary(tasks, models, metrics, tmp_path / "b" / "summary.json", **common)
+    assert not any(k.startswith("train_") for k in plain["sft"])

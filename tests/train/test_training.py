@@ -85,15 +85,11 @@ def test_sft_with_lora_changes_only_the_adapter_and_export_merges_it(tiny_model,
 
 
 @pytest.mark.slow
-def test_grpo_steps_change_the_parameters(tiny_model, sft_data, tmp_path):
+def test_grpo_steps_change_the_parameters(briefly_sft_model, sft_data, tmp_path):
     """A briefly SFT'd tiny model, so that rollouts differ in reward (all-zero rewards give no gradient)."""
-    from terminus.train.export import export
-
-    tasks, data = sft_data
-    summary = run_sft(tiny_model, data, tmp_path / "sft", "--max_steps", "120")
-    export(Path(summary["model"]), tmp_path / "sft-merged", check_vllm=False)
-    before = params(tmp_path / "sft-merged")
-    result = run_grpo(tmp_path / "sft-merged", tasks, tmp_path / "grpo", "--max_steps", "3", "--learning_rate", "1e-3")
+    tasks, _ = sft_data
+    before = params(briefly_sft_model)
+    result = run_grpo(briefly_sft_model, tasks, tmp_path / "grpo", "--max_steps", "3", "--learning_rate", "1e-3")
     after = params(Path(result["model"]))
     assert any(not torch.equal(before[k], after[k]) for k in before)
     logs = [json.loads(x) for x in (tmp_path / "grpo" / "metrics.jsonl").read_text().splitlines()]

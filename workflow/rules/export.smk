@@ -60,6 +60,7 @@ rule training_summary:
         tokens=config["model"]["summary_max_new_tokens"],
         policy=config["model"]["summary_policy"],
         concurrency=config["eval"]["concurrency"],
+        train_tasks=config["model"]["summary_train_tasks"],
     threads: 2
     conda:
         ENV
@@ -77,4 +78,4 @@ rule training_summary:
     shell:
         "terminus training-summary --tasks {input.tasks} --base {params.base} --sft {input.sft} --grpo {input.grpo} "
         "--grpo-metrics {input.metrics} --out {output} --config {params.config} --max-new-tokens {params.tokens} "
-        "--policy {params.policy} --concurrency {params.concurrency} > {log} 2>&1"
+        "--policy {params.policy} --concurrency {params.concurrency} --train-tasks {params.train_tasks} > {log} 2>&1"

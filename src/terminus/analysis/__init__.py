@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from terminus.stats import mean_interval
+
 log = logging.getLogger(__name__)
 
 FILES = {
@@ -198,28 +200,23 @@ def load_learning(results: Path) -> dict[int, dict] | None:
     def frame(path: Path) -> pd.DataFrame:
         return pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
 
+    def before_after(path: Path) -> dict | None:
+        return json.loads(path.read_text()).get("report") if path.is_file() else None
+
     return {
         int(d.name.split("-")[1]): {
             "summary": json.loads((d / "training__summary.json").read_text()),
             "sft": frame(d / "models__sft__metrics.jsonl"),
             "grpo": frame(d / "models__grpo__metrics.jsonl"),
+            "before_after": before_after(d / "models__grpo__before_after.json"),
         }
         for d in seeds
     }
 
 
-# two-sided 95% Student t quantiles by degrees of freedom (seeds - 1)
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
-
-
 def seed_interval(values: list[float]) -> tuple[float, float]:
     """Mean and the half-width of its 95% t-interval over seeds (0 for one seed)."""
-    import statistics
-
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, 0.0
-    return mean, _T975.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
+    return mean_interval(values)
 
 
 def learning_table(runs: dict[int, dict]) -> pd.DataFrame:
@@ -234,11 +231,30 @@ def learning_table(runs: dict[int, dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def plot_before_after(ax, reports: dict[int, dict]) -> None:
+    """Per seed: GRPO's tasks' mean reward before and after it, and the paired difference with its 95% interval
+    over tasks (models/grpo/before_after.json)."""
+    seeds = sorted(reports)
+    for i, seed in enumerate(seeds):
+        r = reports[seed]
+        ax.plot([i - 0.15, i + 0.15], [r["before"], r["after"]], "o-", color="#4c72b0", alpha=0.6)
+        low, high = r["ci95"]
+        ax.errorbar(i + 0.3, r["diff"], yerr=[[r["diff"] - low], [high - r["diff"]]], fmt="s", color="#dd8452",
+                    capsize=5)  # fmt: skip
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xticks(range(len(seeds)), [f"seed {s}" for s in seeds])
+    n = {(r["tasks"], r["samples_per_task"]) for r in reports.values()}
+    ax.set(title="GRPO on its tasks: before -> after (dots), diff with 95% CI (squares)", ylabel="reward")
+    ax.title.set_fontsize(9)
+    ax.set_xlabel(", ".join(f"{t} tasks x {k} samples" for t, k in sorted(n)))
+
+
 def plot_learning(runs: dict[int, dict]):
     """Each seed's SFT loss and GRPO reward with the spread over seeds, and held-out recall with intervals."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    measured = {seed: run["before_after"] for seed, run in runs.items() if run.get("before_after")}
+    fig, axes = plt.subplots(1, 4 if measured else 3, figsize=(20 if measured else 15, 3.8))
     for col, (stage, metric, title) in enumerate((("sft", "loss", "SFT loss"), ("grpo", "reward", "GRPO reward"))):
         curves = []
         for seed, run in runs.items():
@@ -259,6 +275,8 @@ def plot_learning(runs: dict[int, dict]):
         seeds = [row[c] for c in row.index if c.startswith("seed ")]
         axes[2].scatter([i] * len(seeds), seeds, color="k", s=12, zorder=3)
     axes[2].set(title="Held-out fact recall (95% CI over seeds)", ylim=(0, 1), ylabel="fact recall")
+    if measured:
+        plot_before_after(axes[3], measured)
     held_out = sorted({r["summary"]["sft"].get("n") for r in runs.values()} - {None})
     footnote(
         fig,

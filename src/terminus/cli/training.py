@@ -80,6 +80,9 @@ def training_summary_command(
         "transformers", help="How each model generates: transformers (in this process) or vllm (served, batched)."
     ),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: the config's `sandbox`)."),
+    train_tasks: int = typer.Option(
+        0, min=0, help="Also run the SFT model on this many of its training tasks (sft.train_fact_recall); 0: none."
+    ),
 ) -> None:
     """Base vs SFT vs GRPO on held-out tasks (final-answer rate, fact recall) and GRPO's reward over steps."""
     from terminus.config import stamp
@@ -100,6 +103,7 @@ def training_summary_command(
         concurrency=concurrency,
         backend=backend,
         policy=policy,
+        train_tasks=train_tasks,
     )
     typer.echo(
         json.dumps(

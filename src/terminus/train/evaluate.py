@@ -9,6 +9,7 @@ which call it concurrently so that vLLM batches them (paper scale: `model.summar
 from __future__ import annotations
 
 import json
+import random
 import statistics
 from functools import partial
 from pathlib import Path
@@ -37,10 +38,15 @@ def held_out(
     backend: str | None = None,
     policy: str = "transformers",
     name: str | None = None,
+    limit: int | None = None,
 ) -> dict:
+    """The model's greedy episodes on the `split` tasks (a seeded draw of `limit` of them when given)."""
     tasks = {t.id: t for t in load_tasks(tasks_file) if t.split == split}
     if not tasks:
         raise ValueError(f"{tasks_file} has no {split} tasks")
+    if limit is not None and limit < len(tasks):
+        keep = random.Random(0).sample(sorted(tasks), limit)
+        tasks = {i: tasks[i] for i in sorted(keep)}
     from terminus.models import shared_policy
     from terminus.models.local import warm_imports
 
@@ -90,7 +96,11 @@ def training_summary(
     concurrency: int = 2,
     backend: str | None = None,
     policy: str = "transformers",
+    train_tasks: int = 0,
 ) -> dict:
+    """Each model on the test split; with `train_tasks`, the SFT model also on that many of its training tasks
+    (`sft.train_fact_recall`): a pipeline that cannot fit its own training tasks is broken, one that fits them but
+    not the held-out ones is small."""
     summary: dict = {}
     for name, model in models.items():
         summary[name] = held_out(
@@ -104,6 +114,24 @@ def training_summary(
             policy=policy,
             name=name,
         )
+    if train_tasks and "sft" in models:
+        fitted = held_out(
+            models["sft"],
+            tasks_file,
+            out.parent / "train_sft.jsonl",
+            split="train",
+            limit=train_tasks,
+            max_turns=max_turns,
+            max_new_tokens=max_new_tokens,
+            concurrency=concurrency,
+            backend=backend,
+            policy=policy,
+            name="sft",
+        )
+        summary["sft"].update(
+            train_final_answer_rate=fitted["final_answer_rate"], train_fact_recall=fitted["fact_recall"],
+            train_n=fitted["n"],
+        )  # fmt: skip
     curve = reward_curve(grpo_metrics)
     if not curve:
         raise ValueError(f"{grpo_metrics} holds no reward: did GRPO log any step?")

@@ -15,15 +15,17 @@ carry no loss. The reward is the judge's Scorer.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from terminus.agent.template import TemplateError, describe, install
 from terminus.config import resolve_model as resolve
+from terminus.io import write_json_atomic
 from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, train_and_save
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,22 @@ class GRPOScriptArguments:
         metadata={
             "help": "Train on this many of the splits' tasks (a sample drawn with the seed): with few tasks every "
             "quarter of the steps sees the same ones, so the reward's rise is learning, not easier tasks."
+        },
+    )
+    spread_candidates: int = field(
+        default=0,
+        metadata={
+            "help": "Choose the training tasks for spread: draw this many of the splits' tasks (seeded), sample each "
+            "spread_samples times with the starting policy, and train on the max_tasks whose rewards differ most "
+            "(a group whose rollouts all score alike gives no gradient). 0: a seeded draw of max_tasks."
+        },
+    )
+    spread_samples: int = field(default=4, metadata={"help": "Samples per candidate task for spread_candidates."})
+    before_after_samples: int = field(
+        default=0,
+        metadata={
+            "help": "Score the training tasks with this many samples each (the recipe's temperature) before and "
+            "after GRPO, and write the paired difference with its 95%% interval to <output_dir>/before_after.json."
         },
     )
     dry_run: bool = field(default=False, metadata={"help": "Parse and validate everything, train nothing."})
@@ -115,48 +133,67 @@ def make_generator(trainer, model, tokenizer, max_new_tokens: int):
     )
 
 
-def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments):
+def episode_calls(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, task_ids: list[str], tag: str):
+    """One episode per task id, as GRPO runs it: the task's query forwarded as is, the recipe's limits."""
     from functools import partial
 
-    from terminus.collect.lockstep import run_lockstep
     from terminus.collect.runner import run_episode
+
+    return [
+        partial(
+            run_episode,
+            tasks[task_id],
+            tasks_file,
+            backend=script_args.sandbox,
+            max_turns=script_args.max_turns,
+            trajectory_id=f"{task_id}@{tag}#{i}",
+        )
+        for i, task_id in enumerate(task_ids)
+    ]
+
+
+def run_policy(trainer, episodes: list, script_args: GRPOScriptArguments, name: str):
+    """The episodes in lockstep with the policy as it is now: TRL's vLLM engine (weights synced to this step, as
+    TRL's own rollout path syncs them) or batched transformers generation of the model being trained; each
+    episode kept as the token ids it sampled (`EpisodeTokens`)."""
+    from functools import partial
+
+    from trl.models.utils import unwrap_model_for_generation
+
+    from terminus.collect.lockstep import run_lockstep
     from terminus.models.generate import EpisodeTokens
 
-    def rollout(prompts: list, trainer) -> dict:
-        from trl.models.utils import unwrap_model_for_generation
+    if trainer.args.use_vllm and trainer.state.global_step != getattr(trainer, "_last_loaded_step", None):
+        trainer.vllm_generation.sync_weights()
+        trainer._last_loaded_step = trainer.state.global_step
+    # vLLM holds its own copy of the weights (synced by TRL); only transformers generation needs the model itself.
+    unwrap = (
+        contextlib.nullcontext(None)
+        if trainer.args.use_vllm
+        else unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator)
+    )
+    with unwrap as model:
+        generator = make_generator(trainer, model, trainer.processing_class, script_args.max_new_tokens)
+        # each episode is trained on the token ids it sampled, in the context it sampled them in
+        tokens = partial(
+            EpisodeTokens,
+            trainer.processing_class,
+            max_new_tokens=script_args.max_new_tokens,
+            max_completion_length=trainer.args.max_completion_length,
+            max_model_len=generator.max_model_len,
+            chat_kwargs=trainer.chat_template_kwargs,
+        )
+        return run_lockstep(episodes, generator, name=name, tokens=tokens)
 
+
+def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments):
+    def rollout(prompts: list, trainer) -> dict:
         tokenizer = trainer.processing_class
         step = trainer.state.global_step
-        episodes = [
-            partial(
-                run_episode,
-                tasks[prompt[-1]["task_id"]],
-                tasks_file,
-                backend=script_args.sandbox,
-                max_turns=script_args.max_turns,
-                trajectory_id=f"{prompt[-1]['task_id']}@{step}#{i}",
-            )
-            for i, prompt in enumerate(prompts)
-        ]
-        # vLLM holds its own copy of the weights (synced by TRL); only transformers generation needs the model itself.
-        unwrap = (
-            contextlib.nullcontext(None)
-            if trainer.args.use_vllm
-            else unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator)
-        )
+        ids = [prompt[-1]["task_id"] for prompt in prompts]
+        episodes = episode_calls(tasks, tasks_file, script_args, ids, str(step))
         budget = trainer.args.max_completion_length
-        with unwrap as model:
-            generator = make_generator(trainer, model, tokenizer, script_args.max_new_tokens)
-            # each episode is trained on the token ids it sampled, in the context it sampled them in
-            tokens = partial(
-                EpisodeTokens,
-                tokenizer,
-                max_new_tokens=script_args.max_new_tokens,
-                max_completion_length=budget,
-                max_model_len=generator.max_model_len,
-                chat_kwargs=trainer.chat_template_kwargs,
-            )
-            run = run_lockstep(episodes, generator, name="grpo-policy", tokens=tokens)
+        run = run_policy(trainer, episodes, script_args, "grpo-policy")
         out = {
             "prompt_ids": [],
             "completion_ids": [],
@@ -228,10 +265,11 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     tasks = [t for t in load_tasks(tasks_file) if t.split in script_args.splits]
     if not tasks:
         raise ValueError(f"{tasks_file} has no tasks in the splits {script_args.splits}")
-    if script_args.max_tasks:
+    draw = script_args.spread_candidates or script_args.max_tasks
+    if draw:
         import random
 
-        sample = random.Random(training_args.seed).sample(tasks, min(script_args.max_tasks, len(tasks)))
+        sample = random.Random(training_args.seed).sample(tasks, min(draw, len(tasks)))
         tasks = sorted(sample, key=lambda t: t.id)
     task_map = {t.id: t for t in tasks}
     experiment = load_config(resolve(script_args.experiment_config))
@@ -274,7 +312,106 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         callbacks=[MetricsJsonl(training_args.output_dir)],
     )
     with stack:
-        return train_and_save(trainer, tokenizer, training_args, model_args)
+        measure = Measure(trainer, model_id, task_map, tasks_file, script_args, scorer, training_args.seed)
+        if script_args.spread_candidates:
+            chosen = measure.select(script_args.max_tasks or len(task_map))
+            trainer.train_dataset = build_dataset([task_map[t] for t in chosen])
+        before = measure.before([t["task_id"] for t in trainer.train_dataset])
+        summary = train_and_save(trainer, tokenizer, training_args, model_args)
+        if before is not None:
+            summary["before_after"] = measure.after(before)
+        return summary
+
+
+class Measure:
+    """GRPO's tasks chosen for spread and scored before and after training (`terminus.train.before_after`).
+    What is measured before training is kept in <output_dir>/before_after.json, so that a resubmitted job resumes
+    with the same tasks and before-figures rather than sampling them again from a model that has moved on."""
+
+    def __init__(self, trainer, model_id: str, tasks: dict, tasks_file: Path, script_args, scorer, seed: int) -> None:
+        self.trainer, self.tasks, self.tasks_file, self.args = trainer, tasks, tasks_file, script_args
+        self.scorer, self.seed = scorer, seed
+        self.path = Path(trainer.args.output_dir) / "before_after.json"
+        from terminus.collect.provenance import file_sha256, model_stamp
+
+        # what the measurements depend on: a state of other inputs (a model trained again since) is not reused
+        inputs = {
+            "model": model_stamp(model_id),
+            "tasks_sha256": file_sha256(tasks_file),
+            "seed": seed,
+            **{k: getattr(script_args, k) for k in ("splits", "max_turns", "max_new_tokens", "max_tasks",
+                                                     "spread_candidates", "spread_samples", "before_after_samples")},
+            "temperature": trainer.args.temperature,
+        }  # fmt: skip
+        state = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self.state = state if state.get("inputs") == inputs else {"inputs": inputs}
+
+    def _sample(self, task_ids: list[str], samples: int, tag: str, offset: int):
+        """Seeded samples of the policy as it is now, in lockstep batches of 16 episodes; torch's random state is
+        put back afterwards, so that training samples what it would have without the measurement."""
+        import torch
+
+        from terminus.train import before_after as ba
+
+        state = torch.random.get_rng_state()
+        torch.manual_seed(self.seed * 1000 + offset)
+
+        def run(ids: list[str]) -> list[dict]:
+            records = []
+            for start in range(0, len(ids), 16):
+                chunk = ids[start : start + 16]
+                calls = episode_calls(self.tasks, self.tasks_file, self.args, chunk, f"{tag}{start}")
+                run = run_policy(self.trainer, calls, self.args, f"grpo-{tag}")
+                records += [t.to_dict() for t in run.trajectories]
+            return records
+
+        try:
+            return ba.sample(run, self.scorer.score, task_ids, samples)
+        finally:
+            torch.random.set_rng_state(state)
+
+    def _save(self) -> None:
+        write_json_atomic(self.path, self.state)
+
+    def select(self, keep: int) -> list[str]:
+        from terminus.train import before_after as ba
+
+        if "selected" not in self.state:
+            sampled = self._sample(sorted(self.tasks), self.args.spread_samples, "spread", 1)
+            self.state["selection"] = {"candidates": len(self.tasks), "samples_per_task": self.args.spread_samples,
+                                       "rewards": sampled.rewards}  # fmt: skip
+            self.state["selected"] = ba.select_by_spread(sampled, keep)
+            self._save()
+        if not self.state["selected"]:
+            raise ValueError(
+                f"none of the {len(self.tasks)} candidate tasks' rewards differ over {self.args.spread_samples} "
+                "samples of the starting policy: GRPO would get no gradient (more candidates or samples)"
+            )
+        log.info("training on %d tasks chosen for spread: %s", len(self.state["selected"]), self.state["selected"])
+        return self.state["selected"]
+
+    def before(self, task_ids: list[str]):
+        from terminus.train import before_after as ba
+
+        if not self.args.before_after_samples:
+            return None
+        if self.state.get("before_ids") != sorted(task_ids):
+            sampled = self._sample(sorted(task_ids), self.args.before_after_samples, "before", 2)
+            self.state.update(before_ids=sorted(task_ids), before=asdict(sampled))
+            self._save()
+        return ba.Sampled(**self.state["before"])
+
+    def after(self, before) -> dict:
+        from terminus.train import before_after as ba
+
+        after = self._sample(sorted(before.rewards), self.args.before_after_samples, "after", 3)
+        self.state["after"] = asdict(after)
+        self.state["report"] = ba.report(before, after, self.args.before_after_samples)
+        self._save()
+        r = self.state["report"]
+        log.info("before/after GRPO on its %d tasks: %.3f -> %.3f, diff %.3f, 95%% CI %s", r["tasks"], r["before"],
+                 r["after"], r["diff"], r["ci95"])  # fmt: skip
+        return r
 
 
 def refuse_several_processes(env: dict | None = None) -> None:
