@@ -342,6 +342,7 @@ class Measure:
             **{k: getattr(script_args, k) for k in ("splits", "max_turns", "max_new_tokens", "max_tasks",
                                                      "spread_candidates", "spread_samples", "before_after_samples")},
             "temperature": trainer.args.temperature,
+            "max_completion_length": trainer.args.max_completion_length,  # when a turn must be the last
         }  # fmt: skip
         state = json.loads(self.path.read_text()) if self.path.is_file() else {}
         self.state = state if state.get("inputs") == inputs else {"inputs": inputs}
