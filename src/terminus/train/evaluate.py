@@ -39,11 +39,13 @@ def held_out(
     policy: str = "transformers",
     name: str | None = None,
     limit: int | None = None,
+    task_ids: set[str] | None = None,
 ) -> dict:
-    """The model's greedy episodes on the `split` tasks (a seeded draw of `limit` of them when given)."""
-    tasks = {t.id: t for t in load_tasks(tasks_file) if t.split == split}
+    """The model's greedy episodes on the `split` tasks (those of `task_ids`, or a seeded draw of `limit` of them,
+    when given)."""
+    tasks = {t.id: t for t in load_tasks(tasks_file) if t.split == split and (task_ids is None or t.id in task_ids)}
     if not tasks:
-        raise ValueError(f"{tasks_file} has no {split} tasks")
+        raise ValueError(f"{tasks_file} has no {split} tasks" + (f" among {sorted(task_ids)}" if task_ids else ""))
     if limit is not None and limit < len(tasks):
         keep = random.Random(0).sample(sorted(tasks), limit)
         tasks = {i: tasks[i] for i in sorted(keep)}
