@@ -26,11 +26,12 @@ from terminus.analysis import seed_interval  # noqa: E402
 START, END = "<!-- results -->", "<!-- /results -->"
 # learning.json's targets, as the README names them
 TARGETS = {
-    "sft_final_answer_rate": "SFT's final-answer rate",
-    "sft_fact_recall": "SFT's fact recall",
-    "grpo_final_answer_rate_vs_sft": "GRPO's final-answer rate minus SFT's",
-    "grpo_reward_rises_every_seed": "GRPO's reward rise on each seed",
-    "grpo_mean_rise_over_std": "GRPO's mean rise against its spread over seeds",
+    "easy_reward_check_passes": "the easy-reward GRPO check",
+    "sft_train_fact_recall_every_seed": "SFT's fact recall on its training tasks",
+    "sft_train_final_answer_rate_every_seed": "SFT's final-answer rate on its training tasks",
+    "sft_final_answer_rate_every_seed": "SFT's held-out final-answer rate",
+    "grpo_before_after_ci_above_zero": "GRPO's before/after difference on its tasks",
+    "grpo_final_answer_rate_vs_sft_every_seed": "GRPO's final-answer rate minus SFT's",
 }
 FIGURE = re.compile(r"<!-- f:(\w+) -->(.*?)<!-- /f -->", re.S)
 
@@ -87,13 +88,29 @@ def learning_rows(path: Path) -> list[str]:
             mean, half = seed_interval([r[stage][key] for r in data["per_seed"]])
             cells.append(f"{mean:.2f} ± {half:.2f}")
         lines.append(f"| {stage} | {' | '.join(cells)} |")
-    rises = [r["grpo"]["reward_last_quarter"] - r["grpo"]["reward_first_quarter"] for r in data["per_seed"]]
     lines += [
         "",
-        f"GRPO's Scorer reward, last quarter minus first quarter of its steps, per seed: "
-        f"{', '.join(f'{x:+.3f}' for x in rises)}.",
+        "Per seed: SFT on its own training tasks; GRPO's tasks sampled before and after it (mean reward, paired "
+        "difference with its 95% interval over tasks):",
+        "",
+        "| seed | SFT train-task fact recall | SFT train final-answer rate | GRPO tasks x samples | before | after "
+        "| difference [95% CI] |",
+        "|---|---|---|---|---|---|---|",
     ]
+    for r in data["per_seed"]:
+        ba = r["grpo"].get("before_after") or {}
+        low, high = ba.get("ci95") or [None, None]
+        sft = r["sft"]
+        cells = [str(r["seed"]), _num(sft.get("train_fact_recall")), _num(sft.get("train_final_answer_rate")),
+                 f"{ba.get('tasks', 'n/a')} x {ba.get('samples_per_task', 'n/a')}", _num(ba.get("before")),
+                 _num(ba.get("after")),
+                 f"{_num(ba.get('diff'), '+.3f')} [{_num(low, '+.3f')}, {_num(high, '+.3f')}]"]  # fmt: skip
+        lines.append(f"| {' | '.join(cells)} |")
     return lines
+
+
+def _num(value, spec: str = ".2f") -> str:
+    return "n/a" if value is None else format(value, spec)
 
 
 def table() -> str:
@@ -160,11 +177,14 @@ def figures() -> dict[str, str]:
     out["learning_base_final"] = (
         f"{statistics.fmean(r['base']['final_answer_rate'] for r in learning['per_seed']):.2f}"
     )
-    rises = [r["grpo"]["reward_last_quarter"] - r["grpo"]["reward_first_quarter"] for r in learning["per_seed"]]
-    up = sum(x > 0 for x in rises)
+    above = sum(bool((r["grpo"].get("before_after") or {}).get("ci95", [0])[0] > 0) for r in learning["per_seed"])
     out["learning_grpo_reward"] = (
-        "does not raise its reward" if not up else f"raises its reward on {up} of {len(rises)} seeds"
+        "does not raise its reward measurably (no seed's interval above 0)"
+        if not above
+        else f"raises its reward on {above} of {len(learning['per_seed'])} seeds (interval above 0)"
     )
+    train = [r["sft"].get("train_fact_recall") for r in learning["per_seed"]]
+    out["learning_sft_train_recall"] = "n/a" if None in train else _pct(statistics.fmean(train))
     out["learning_targets"] = "; ".join(
         f"{TARGETS.get(name, name)} {t['target']}: {'met' if t['met'] else 'missed'}"
         for name, t in learning["targets"].items()
@@ -172,7 +192,8 @@ def figures() -> dict[str, str]:
     seed = sorted((cached / "learning").glob("seed-*"))[0]
     out["learning_grpo_steps"] = str(json.loads((seed / "training__summary.json").read_text())["grpo"]["steps"])
     counts = json.loads((seed / "sft-data__counts.json").read_text())
-    out["learning_expert"] = f"~{round(counts['train'] - counts['augmented'], -1):.0f}"
+    originals = counts["train"] - counts["augmented"] - counts.get("decision_copies", 0)
+    out["learning_expert"] = f"~{round(originals, -1):.0f}"
     probe = _json("learning_probe")["models"]
     out["probe_train_exact"] = _pct(probe["sft"]["train"]["exact_command"])
     out["probe_validation_exact"] = _pct(probe["sft"]["validation"]["exact_command"])
