@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-from terminus.reproducibility import compare_runs
+from terminus.reproducibility import compare_cached, compare_runs
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def write_run(root: Path, *, reward: float, duration: float, timing: str, runtime: float) -> Path:
@@ -74,3 +78,73 @@ def test_caches_are_not_compared(tmp_path):
     result = compare_runs(*runs, ("judge", "sft-data", "training/summary.json"))
     assert result["differing"] == []
     assert result["identical"] == ["sft-data/train/data-00000-of-00001.arrow", "training/summary.json"]
+
+
+def smoke_tables(run: Path, commit: str, recall: float = 0.5) -> Path:
+    """The tables results/cached holds (terminus.analysis.FILES), as a smoke run of `commit` writes them."""
+    stamp = {"config_hash": "0d317d6a117a", "git_commit": commit, "run": "smoke"}
+    tables = {
+        "tasks/tasks.stats.json": {"n": 24, **stamp},
+        "tasks/valid.validation.json": {"kept": 20, "wall_s": 3.2, **stamp},
+        "judge/validity.json": {"agreement": 0.75, "note": f"The LLM judge here is {run}/models/base", **stamp},
+        "training/summary.json": {"sft": {"fact_recall": recall}, "train_runtime": 12.5, **stamp},
+        "eval/case_study.json": {"task_id": "node-a-fail", "with": {"git_commit": commit, "tokens": 812}},
+    }
+    for rel, data in tables.items():
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_text(json.dumps(data))
+    for stage in ("sft", "grpo"):
+        (run / "models" / stage).mkdir(parents=True)
+        rows = [{"step": s, "num_tokens": 33126 + s, "loss": 2.5 / s, **stamp} for s in (1, 2)]
+        (run / "models" / stage / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "eval" / "records.jsonl").write_text(json.dumps({"task_id": "t1", "fact_recall": recall, **stamp}) + "\n")
+    (run / "eval" / "summary.csv").write_text(f"cell,fact_recall,wall_s\nreader__sft,{recall},1.5\n")
+    return run
+
+
+def cache(run: Path, cached: Path) -> Path:
+    """results/cached as `make cache-results` writes it (each table stamped with the run's commit)."""
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "cache_results.py"), str(run), str(cached)], check=True,
+                   capture_output=True)  # fmt: skip
+    return cached
+
+
+def compare_cached_cli(run: Path, cached: Path) -> subprocess.CompletedProcess:
+    script = ROOT / "scripts" / "compare_cached.py"
+    return subprocess.run([sys.executable, str(script), str(run), str(cached)], capture_output=True, text=True)
+
+
+def test_a_later_commit_reproducing_the_cached_tables_passes_stamps_and_checkout_aside(tmp_path):
+    cached = cache(smoke_tables(tmp_path / "then" / "results" / "smoke", "3bfadab0c0de"), tmp_path / "cached")
+    fresh = smoke_tables(tmp_path / "ci-clone" / "results" / "smoke", "173cb9d0c0de")  # other commit, other checkout
+    summary = {"sft": {"fact_recall": 0.5}, "train_runtime": 99.0, "config_hash": "ffff", "git_commit": "x"}
+    (fresh / "training" / "summary.json").write_text(json.dumps({**summary, "run": "smoke"}))
+    done = compare_cached_cli(fresh, cached)
+    assert done.returncode == 0, done.stdout
+    assert "9 tables" in done.stdout
+
+
+def test_a_changed_figure_fails_naming_its_table(tmp_path):
+    cached = cache(smoke_tables(tmp_path / "then" / "results" / "smoke", "3bfadab0c0de"), tmp_path / "cached")
+    fresh = smoke_tables(tmp_path / "now" / "results" / "smoke", "173cb9d0c0de")
+    metrics = fresh / "models" / "sft" / "metrics.jsonl"
+    metrics.write_text(metrics.read_text().replace('"num_tokens": 33128', '"num_tokens": 33141'))
+    done = compare_cached_cli(fresh, cached)
+    assert done.returncode == 1
+    assert "1 of 9 tables" in done.stdout
+    assert "models/sft/metrics.jsonl (line 2)" in done.stdout and "33141" in done.stdout
+    result = compare_cached(fresh, cached)
+    assert [d["path"] for d in result["differing"]] == ["models/sft/metrics.jsonl"]
+
+
+def test_a_table_missing_from_the_cache_or_the_run_fails(tmp_path):
+    cached = cache(smoke_tables(tmp_path / "then" / "results" / "smoke", "3bfadab0c0de"), tmp_path / "cached")
+    fresh = smoke_tables(tmp_path / "now" / "results" / "smoke", "173cb9d0c0de")
+    (cached / "eval" / "case_study.json").unlink()
+    (fresh / "judge" / "validity.json").unlink()
+    done = compare_cached_cli(fresh, cached)
+    assert done.returncode == 1
+    assert "eval/case_study.json (file)" in done.stdout and "judge/validity.json (file)" in done.stdout
+    differing = {d["path"]: d for d in compare_cached(fresh, cached)["differing"]}
+    assert differing["eval/case_study.json"]["b"] == "missing" and differing["judge/validity.json"]["a"] == "missing"
+    assert compare_cached_cli(fresh, tmp_path / "nowhere").returncode == 2
