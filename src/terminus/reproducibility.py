@@ -138,10 +138,11 @@ def compared_files(run: Path, parts: tuple[str, ...]) -> list[str]:
     return out
 
 
-def compare_runs(a: Path, b: Path, parts: tuple[str, ...]) -> dict:
-    """{"identical": [paths], "differing": [{"path", "line", "a", "b"}]}, paths relative to the run folders."""
+def compare_runs(a: Path, b: Path, parts: tuple[str, ...], names: list[str] | None = None) -> dict:
+    """{"identical": [paths], "differing": [{"path", "line", "a", "b"}]}, paths relative to the run folders: the
+    files of `parts` either run has, or only `names`."""
     a, b = Path(a), Path(b)
-    names = sorted(set(compared_files(a, parts)) | set(compared_files(b, parts)))
+    names = sorted(names if names is not None else set(compared_files(a, parts)) | set(compared_files(b, parts)))
     identical, differing = [], []
     for name in names:
         pa, pb = a / name, b / name
