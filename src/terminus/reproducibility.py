@@ -1,4 +1,5 @@
-"""Two runs of one seed compared table by table, wall-clock aside (`make reproduce-check`, the determinism test).
+"""Two runs of one seed compared table by table, wall-clock aside (`make reproduce-check`, the determinism test),
+and a run compared with the committed tables it should reproduce (`compare_cached`: CI, after the smoke DAG).
 
 What counts as wall-clock: fields whose name says they measure time (`duration_s`, `train_runtime`,
 `generated_tokens_per_s`, ...), timing text inside strings (`terminus.timing`), and the run folder's absolute
@@ -24,6 +25,12 @@ _TIME_KEY = re.compile(
     re.I,
 )
 TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".txt", ".yaml")
+# What `scripts/cache_results.py` adds to each committed table: which config, commit and run made it. A table that
+# reproduces the committed one at a later commit differs from it only there.
+STAMPS = frozenset({"config_hash", "git_commit", "run"})
+# A path into a run folder, wherever the checkout was: the committed tables name the folder of the run that made
+# them (judge/validity.json's note names the served judge model), a fresh run its own.
+RUN_PATH = re.compile(r"(?<![\w./-])/(?:[\w.+-]+/)*?(?=results/)")
 BINARY_SUFFIXES = (".arrow", ".safetensors")
 
 
@@ -37,32 +44,38 @@ def is_wall_clock(key: str) -> bool:
     return bool(_TIME_KEY.search(key))
 
 
-def normalise(value, root: str | None = None):
-    """A JSON value with wall-clock fields and timing text replaced, and `root` (a run folder) made relative."""
+def normalise(value, root: str | re.Pattern | None = None, drop: frozenset[str] = frozenset()):
+    """A JSON value with wall-clock fields and timing text replaced, `root` (a run folder's checkout, or a pattern
+    of checkouts ending in `/`) made relative, and the keys in `drop` left out at every depth."""
     if isinstance(value, dict):
-        return {k: WALL_CLOCK if is_wall_clock(k) else normalise(v, root) for k, v in value.items()}
+        return {
+            k: WALL_CLOCK if is_wall_clock(k) else normalise(v, root, drop) for k, v in value.items() if k not in drop
+        }
     if isinstance(value, list):
-        return [normalise(v, root) for v in value]
+        return [normalise(v, root, drop) for v in value]
     if isinstance(value, str):
-        if root:
+        if isinstance(root, re.Pattern):
+            value = root.sub("<root>/", value)
+        elif root:
             value = value.replace(root, "<root>")
         return normalise_timing(value)
     return value
 
 
-def table_lines(path: Path, root: str | None = None) -> list[str]:
-    """A table as normalised lines: JSON and JSON lines record by record, CSV/TSV with time columns blanked."""
+def table_lines(path: Path, root: str | re.Pattern | None = None, drop: frozenset[str] = frozenset()) -> list[str]:
+    """A table as normalised lines: JSON and JSON lines record by record, CSV/TSV with time columns blanked;
+    fields (keys, columns) named in `drop` left out."""
     text = path.read_text(errors="replace")
     if path.suffix == ".json":
         try:
-            return json.dumps(normalise(json.loads(text), root), indent=1, sort_keys=True).splitlines()
+            return json.dumps(normalise(json.loads(text), root, drop), indent=1, sort_keys=True).splitlines()
         except json.JSONDecodeError:
             pass
     if path.suffix == ".jsonl":
         out = []
         for line in text.splitlines():
             try:
-                out.append(json.dumps(normalise(json.loads(line), root), sort_keys=True))
+                out.append(json.dumps(normalise(json.loads(line), root, drop), sort_keys=True))
             except json.JSONDecodeError:
                 out.append(line)
         return out
@@ -70,9 +83,10 @@ def table_lines(path: Path, root: str | None = None) -> list[str]:
         rows = list(csv.reader(io.StringIO(text), delimiter="\t" if path.suffix == ".tsv" else ","))
         if not rows:
             return []
-        timed = {i for i, name in enumerate(rows[0]) if is_wall_clock(name)}
+        kept = [i for i, name in enumerate(rows[0]) if name not in drop]
+        timed = {i for i in kept if is_wall_clock(rows[0][i])}
         return [
-            ",".join(WALL_CLOCK if i in timed and r else normalise(c, root) for i, c in enumerate(row))
+            ",".join(WALL_CLOCK if i in timed and r else normalise(row[i], root) for i in kept if i < len(row))
             for r, row in enumerate(rows)
         ]
     return [normalise(line, root) for line in text.splitlines()]
@@ -86,12 +100,18 @@ def file_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def compare_file(a: Path, b: Path, root_a: str | None = None, root_b: str | None = None) -> dict | None:
-    """None when the two are the same (after normalising), else where they first differ."""
+def compare_file(
+    a: Path,
+    b: Path,
+    root_a: str | re.Pattern | None = None,
+    root_b: str | re.Pattern | None = None,
+    drop: frozenset[str] = frozenset(),
+) -> dict | None:
+    """None when the two are the same (after normalising, `drop`'s fields aside), else where they first differ."""
     if a.suffix in BINARY_SUFFIXES:
         ha, hb = file_hash(a), file_hash(b)
         return None if ha == hb else {"line": None, "a": f"sha256 {ha[:16]}", "b": f"sha256 {hb[:16]}"}
-    la, lb = table_lines(a, root_a), table_lines(b, root_b)
+    la, lb = table_lines(a, root_a, drop), table_lines(b, root_b, drop)
     for n, (x, y) in enumerate(zip(la, lb, strict=False), start=1):
         if x != y:
             return {"line": n, "a": x[:400], "b": y[:400]}
@@ -118,10 +138,11 @@ def compared_files(run: Path, parts: tuple[str, ...]) -> list[str]:
     return out
 
 
-def compare_runs(a: Path, b: Path, parts: tuple[str, ...]) -> dict:
-    """{"identical": [paths], "differing": [{"path", "line", "a", "b"}]}, paths relative to the run folders."""
+def compare_runs(a: Path, b: Path, parts: tuple[str, ...], names: list[str] | None = None) -> dict:
+    """{"identical": [paths], "differing": [{"path", "line", "a", "b"}]}, paths relative to the run folders: the
+    files of `parts` either run has, or only `names`."""
     a, b = Path(a), Path(b)
-    names = sorted(set(compared_files(a, parts)) | set(compared_files(b, parts)))
+    names = sorted(names if names is not None else set(compared_files(a, parts)) | set(compared_files(b, parts)))
     identical, differing = [], []
     for name in names:
         pa, pb = a / name, b / name
@@ -133,4 +154,31 @@ def compare_runs(a: Path, b: Path, parts: tuple[str, ...]) -> dict:
             identical.append(name)
         else:
             differing.append({"path": name, **diff})
+    return {"identical": identical, "differing": differing}
+
+
+def is_run_folder(folder: Path) -> bool:
+    """A run folder (`results/<run>/`, every output) rather than a folder of committed tables (`results/cached/`)."""
+    return (Path(folder) / "tasks" / "tasks.jsonl").is_file()
+
+
+def compare_cached(run: Path, cached: Path, tables: tuple[str, ...] | None = None) -> dict:
+    """A run's tables against the committed ones (`results/cached/`, as `scripts/cache_results.py` wrote them):
+    {"identical": [paths], "differing": [{"path", "line", "a", "b"}]}, `a` the run's side, `b` the cached one.
+
+    Compared: `tables` (default: the files the cache holds, `terminus.analysis.FILES`), wall-clock aside as in
+    `compare_runs`, the stamps (`STAMPS`) aside at every depth, and any path into a `results/` folder read relative to
+    its checkout. A table either side lacks differs (its side says `missing`)."""
+    from terminus.analysis import FILES
+
+    run, cached = Path(run), Path(cached)
+    identical, differing = [], []
+    for name in sorted(tables or FILES.values()):
+        pa, pb = run / name, cached / name
+        if not (pa.is_file() and pb.is_file()):
+            side = {"a": "present" if pa.is_file() else "missing", "b": "present" if pb.is_file() else "missing"}
+            differing.append({"path": name, "line": None, **side})
+            continue
+        diff = compare_file(pa, pb, RUN_PATH, RUN_PATH, drop=STAMPS)
+        (differing.append({"path": name, **diff}) if diff else identical.append(name))
     return {"identical": identical, "differing": differing}
