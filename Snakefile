@@ -1,7 +1,9 @@
 # terminus: the reproduction, end to end. This file is a table of contents; the stages live in workflow/rules/.
 #   snakemake --profile local                               # the smoke scale (configs/config.yaml), this machine
 #   snakemake --profile slurm --configfile configs/paper.yaml   # the paper scale, on a slurm cluster
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
+
+from terminus.config import fill_defaults
 
 min_version("9.0")
 
@@ -9,7 +11,8 @@ min_version("9.0")
 configfile: "configs/config.yaml"
 
 
-validate(config, "configs/schema/config.schema.yaml")
+# One validation, the stages' own (terminus.config): the schema's defaults filled in, as every CLI stage reads it.
+config.update(fill_defaults(config, "the workflow's config (--configfile and --config merged)"))
 
 
 include: "workflow/rules/common.smk"

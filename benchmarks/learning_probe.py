@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 from benchmark_result import write_result
-from terminus.config import git_commit
+from terminus.config import git_commit, schema_default
+from terminus.runspec import SandboxSpec
 from terminus.train.evaluate import held_out
 from terminus.train.probe import probe
 
@@ -60,9 +61,11 @@ def main() -> int:
         if args.tasks is not None and (not args.held_out or name in args.held_out.split(",")):
             with tempfile.TemporaryDirectory() as tmp:
                 episodes = Path(tmp) / "held_out.jsonl"
+                turns = schema_default("collect", "max_turns")
                 result["models"][name]["held_out"] = held_out(
-                    folder, args.tasks, episodes, max_new_tokens=args.max_new_tokens
-                )
+                    folder, args.tasks, episodes, sandbox=SandboxSpec(), max_turns=turns, concurrency=2,
+                    max_new_tokens=args.max_new_tokens,
+                )  # fmt: skip
     write_result(args.name, result)
     return 0
 

@@ -20,6 +20,7 @@ from terminus.collect.lockstep import run_lockstep
 from terminus.collect.runner import run_episode
 from terminus.models.generate import TransformersGenerator
 from terminus.models.local import load_transformers
+from terminus.runspec import SandboxSpec
 from terminus.sandbox import default_backend
 from terminus.tasks.build import small_corpus
 from terminus.tasks.record import load_tasks
@@ -56,7 +57,7 @@ def main() -> None:
         backend = default_backend()
 
         def episode(task, policy):
-            return run_episode(task, tasks_file, policy, backend=backend, max_turns=args.max_turns)
+            return run_episode(task, tasks_file, policy, sandbox=SandboxSpec(backend), max_turns=args.max_turns)
 
         sequential = TimedPolicy(generator)
         start = time.perf_counter()

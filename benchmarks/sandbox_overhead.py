@@ -14,7 +14,7 @@ import subprocess
 import time
 
 from benchmark_result import write_result
-from terminus.sandbox import SandboxError, make_sandbox
+from terminus.sandbox import SandboxError, SandboxSpec, make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
 
 
@@ -30,14 +30,14 @@ def main() -> None:
     parser.add_argument("--docker-url", default=None, help="Docker engine socket (skipped when unreachable)")
     args = parser.parse_args()
 
-    boxes = {"local": make_sandbox("local")}
+    boxes = {"local": make_sandbox(SandboxSpec("local"))}
     if bwrap_path():
-        boxes["bwrap"] = make_sandbox("bwrap")
+        boxes["bwrap"] = make_sandbox(SandboxSpec("bwrap"))
     if args.docker_url:
-        from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
+        from terminus.sandbox.docker import HOST_IMAGE
 
         try:
-            boxes["docker"] = make_sandbox("docker", image=HOST_IMAGE, base_url=args.docker_url, binds=HOST_BINDS)
+            boxes["docker"] = make_sandbox(SandboxSpec("docker", HOST_IMAGE), base_url=args.docker_url)
         except SandboxError as err:
             print(f"docker skipped: {err}")
     samples: dict[str, list[float]] = {name: [] for name in ["bare", *boxes]}

@@ -20,6 +20,7 @@ from terminus.collect.runner import run_episode
 from terminus.models.local import VLLMPolicy
 from terminus.models.openai_compat import OpenAIPolicy
 from terminus.models.serve import vllm_server
+from terminus.runspec import SandboxSpec
 from terminus.sandbox import default_backend
 from terminus.tasks.build import small_corpus
 from terminus.tasks.record import load_tasks
@@ -28,7 +29,7 @@ from terminus.train.tiny import build_tiny_model
 
 def per_minute(episodes: list, policy_for, concurrency: int, tasks_file: Path, backend: str) -> tuple[float, list]:
     def one(task):
-        return run_episode(task, tasks_file, policy_for(), backend=backend, max_turns=4)
+        return run_episode(task, tasks_file, policy_for(), sandbox=SandboxSpec(backend), max_turns=4)
 
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:

@@ -21,7 +21,8 @@ import tempfile
 from pathlib import Path
 
 from benchmark_result import write_result
-from terminus.config import git_commit
+from terminus.config import git_commit, schema_default
+from terminus.runspec import SandboxSpec
 from terminus.train import sft
 from terminus.train.evaluate import held_out
 from terminus.train.export import export
@@ -59,7 +60,8 @@ def main() -> int:
         export(Path(summary["model"]), tmp / "merged", check_vllm=False)
         rows = [json.loads(x) for x in (tmp / "sft" / "metrics.jsonl").read_text().splitlines() if x.strip()]
         losses = [r["loss"] for r in rows if "loss" in r]
-        common = {"split": "train", "task_ids": chosen, "max_new_tokens": args.max_new_tokens, "concurrency": 2}
+        common = {"split": "train", "task_ids": chosen, "max_new_tokens": args.max_new_tokens, "concurrency": 2,
+                  "sandbox": SandboxSpec(), "max_turns": schema_default("collect", "max_turns")}  # fmt: skip
         overfit = held_out(str(tmp / "merged"), tasks_file, tmp / "fit.jsonl", name="overfit", **common)
         learned = str(args.run / "models" / "sft-merged")
         learning = held_out(learned, tasks_file, tmp / "sft.jsonl", name="sft", **common)

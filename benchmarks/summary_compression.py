@@ -20,7 +20,7 @@ from benchmark_result import write_result
 from terminus.agent.loop import ExecutionSubagent
 from terminus.agent.parsing import render_final_answer
 from terminus.models import make_policy
-from terminus.sandbox import default_backend, make_sandbox
+from terminus.sandbox import SandboxSpec, default_backend, make_sandbox
 
 QUERY = "Build the project and run the whole test suite; tell me what fails and why."
 
@@ -145,7 +145,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             files, facts = make(args.tests)
             _write(Path(tmp), files)
-            with make_sandbox(default_backend(), Path(tmp)) as box:
+            with make_sandbox(SandboxSpec(default_backend()), Path(tmp)) as box:
                 traj = ExecutionSubagent(make_policy("scripted"), box).run(QUERY)
         raw = "\n".join(m["content"] for m in traj.messages if m["role"] == "tool")
         answer = render_final_answer(traj.final_answer or [])

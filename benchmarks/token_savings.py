@@ -29,17 +29,19 @@ from pathlib import Path
 import yaml
 
 from benchmark_result import write_result
-from terminus.config import load_config
+from terminus.config import schema_default
 from terminus.eval.grid import verify
 from terminus.eval.metrics import rerun_rate
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.reader import ReaderMainAgent
 from terminus.mainagent.tokens import TokenCounter
 from terminus.models import make_policy
+from terminus.runspec import SandboxSpec, load_run
 from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks
 
 log = logging.getLogger("token_savings")
+TURNS = schema_default("eval", "subagents", "tool_call_limit")
 
 
 class SilentSubagent:
@@ -58,9 +60,12 @@ class SilentSubagent:
 
 
 def episode(task, tasks_file: Path, policy, counter: TokenCounter) -> dict:
-    result, tree = run_main_agent(ReaderMainAgent(), task, tasks_file, subagent_policy=policy, counter=counter)
+    result, tree = run_main_agent(
+        ReaderMainAgent(), task, tasks_file, sandbox=SandboxSpec(), subagent_policy=policy, subagent_turns=TURNS,
+        counter=counter,
+    )  # fmt: skip
     try:
-        resolved = verify(task, tree, None) if result.error is None else False
+        resolved = verify(task, tree, SandboxSpec()) if result.error is None else False
     finally:
         shutil.rmtree(tree.parent, ignore_errors=True)
     return {
@@ -100,8 +105,7 @@ def main() -> None:
             },
         }
         (root / "config.yaml").write_text(yaml.safe_dump(raw))
-        config = load_config(root / "config.yaml")
-        build_corpus(config, root / "tasks.jsonl", show_progress=False)
+        build_corpus(load_run(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
         tasks = [t for t in load_tasks(root / "tasks.jsonl") if t.split == "test" and t.meta.get("fix")]
         tasks = [t for t in tasks if t.task_type == "test-execution"]
         models = {}

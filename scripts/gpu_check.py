@@ -81,7 +81,7 @@ def grpo_argv(model: str, tasks: Path, out: Path, steps: int, sandbox: str) -> l
 
 
 def eval_config(model: str, episodes: int, gpu_memory_utilization: float | None = None) -> dict:
-    from terminus.config import load_config
+    from terminus.config import load_config, refill
 
     config = load_config(ROOT / "configs" / "config.yaml")
     config["eval"] |= {
@@ -100,7 +100,7 @@ def eval_config(model: str, episodes: int, gpu_memory_utilization: float | None 
             | ({"gpu_memory_utilization": gpu_memory_utilization} if gpu_memory_utilization else {})
         ],
     }
-    return config
+    return refill(config)  # the subagent's defaults (its tool_call_limit)
 
 
 def dry_run(args) -> dict:
@@ -137,12 +137,13 @@ def sequential_tokens_per_s(model_dir: str, tasks: Path, episodes: int, max_new_
     """The same kind of rollouts, one episode and one sequence at a time, with transformers on this GPU."""
     from terminus.collect.runner import run_episode
     from terminus.models.local import TransformersPolicy
+    from terminus.runspec import SandboxSpec
     from terminus.tasks.record import load_tasks
 
     policy = TransformersPolicy(model_dir, max_new_tokens=max_new_tokens, temperature=1.0)
     start, tokens = time.perf_counter(), 0
     for task in load_tasks(tasks)[:episodes]:
-        traj = run_episode(task, tasks, policy, backend=sandbox, max_turns=3)
+        traj = run_episode(task, tasks, policy, sandbox=SandboxSpec(sandbox), max_turns=3)
         tokens += traj.completion_tokens
     seconds = time.perf_counter() - start
     return {
@@ -192,6 +193,7 @@ def real_run(args) -> dict:
     from terminus.io import read_jsonl
     from terminus.judge.scorer import Scorer
     from terminus.models.serve import fitting_memory_fraction
+    from terminus.runspec import RunSpec, SandboxSpec
     from terminus.tasks.record import load_tasks
     from terminus.train import grpo
     from terminus.train.arch import build_reference_model
@@ -246,7 +248,8 @@ def real_run(args) -> dict:
         task_map = {t.id: t for t in load_tasks(state["tasks"])}
         start = time.perf_counter()
         (cell,) = cell_names(config["eval"])
-        records = run_cell(config, state["tasks"], root / "eval", Scorer(tasks=task_map), cell, show_progress=False)
+        run = RunSpec(config, SandboxSpec.from_config(config))
+        records = run_cell(run, state["tasks"], root / "eval", Scorer(tasks=task_map), cell, show_progress=False)
         seconds = time.perf_counter() - start
         return {
             "episodes": len(records),

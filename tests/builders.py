@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from terminus.config import load_config
+from terminus.runspec import load_run
 from terminus.tasks.build import build_corpus
 from terminus.tasks.record import Task
 
@@ -63,7 +63,7 @@ def synthetic_corpus(root: Path, synthetic: dict, splits: dict | None = None, **
     `tasks`; `sections` are the config's other top-level keys, `run` among them)."""
     tasks = {"synthetic": synthetic, "registry": {"enabled": False}} | ({"splits": splits} if splits else {})
     (root / "config.yaml").write_text(yaml.safe_dump({"run": "t", "tasks": tasks} | sections))
-    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
+    build_corpus(load_run(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
     return root / "tasks.jsonl"
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from terminus.sandbox import Limits, make_sandbox
+from terminus.sandbox import Limits, SandboxSpec, make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,12 +109,8 @@ def sandbox_factory(backend, request):
     made = []
 
     def make(source: Path | None = None, limits: Limits | None = None, network: bool = False):
-        options = {}
-        if backend == "docker":
-            from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
-
-            options = {"image": HOST_IMAGE, "base_url": request.getfixturevalue("docker_engine"), "binds": HOST_BINDS}
-        box = make_sandbox(backend, source, limits, network, **options)
+        engine = {"base_url": request.getfixturevalue("docker_engine")} if backend == "docker" else {}
+        box = make_sandbox(SandboxSpec(backend), source, limits, network, **engine)  # docker: the host image
         made.append(box)
         return box
 

@@ -357,7 +357,7 @@ def test_a_bad_setting_is_a_one_line_error_at_start():
     for args, expected in [
         (["--policy", "gpt"], "unknown policy 'gpt'"),
         (["--policy", "openai"], "needs --model"),
-        (["--sandbox", "docker"], "needs --image"),
+        (["--sandbox", "apptainer"], "the apptainer sandbox needs an image"),  # docker has its own: the host image
         (["--sandbox", "vm"], "unknown sandbox 'vm'"),
     ]:
         done = subprocess.run(

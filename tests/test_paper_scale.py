@@ -15,6 +15,7 @@ from builders import TERMINUS, cli_args, synthetic_corpus
 from terminus.collect.runner import run_episode
 from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy
+from terminus.runspec import SandboxSpec
 from terminus.tasks.record import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +86,12 @@ def test_docker_runs_an_ordinary_task_end_to_end(node_corpus, docker_engine):
     corpus = node_corpus
     task = load_tasks(corpus)[0]
     traj = run_episode(
-        task, corpus, make_policy("scripted"), backend="docker", sandbox_options={"base_url": docker_engine}
+        task,
+        corpus,
+        make_policy("scripted"),
+        sandbox=SandboxSpec("docker"),
+        max_turns=10,
+        engine={"base_url": docker_engine},
     )
     assert traj.backend == "docker" and traj.termination == "final_answer", traj.error
     assert "/workspace" in traj.messages[0]["content"] and str(corpus.parent) not in traj.messages[0]["content"]

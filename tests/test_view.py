@@ -22,6 +22,7 @@ from terminus.config import ROOT
 from terminus.io import write_jsonl_atomic
 from terminus.judge.scorer import Scorer
 from terminus.models import make_policy
+from terminus.runspec import SandboxSpec
 from terminus.tasks.record import write_tasks
 
 INJECTED = '<script>document.title="pwned"</script><img src=x onerror=alert(1)>'  # printed by a test, as it is
@@ -72,8 +73,8 @@ def run(tmp_path_factory) -> Path:
     task = snapshot_task(run / "tasks", "r0", files, id="py-app-fail-tests", query=query, facts=facts, split="train")
     write_tasks(run / "tasks" / "valid.jsonl", [task])
     trajectories = run / "collect" / "trajectories.jsonl"
-    collect(run / "tasks" / "valid.jsonl", make_policy("scripted"), trajectories, splits=("train",), backend="local",
-            show_progress=False)  # fmt: skip
+    collect(run / "tasks" / "valid.jsonl", make_policy("scripted"), trajectories, splits=("train",),
+            sandbox=SandboxSpec("local"), max_turns=10, concurrency=4, show_progress=False)  # fmt: skip
     records = [json.loads(x) for x in trajectories.read_text().splitlines()]
     write_jsonl_atomic(run / "judge" / "teacher_verdicts.jsonl", Scorer(tasks={task.id: task}).score(records))
     cached = [json.loads(x) for x in (ROOT / "tests/data/view_records.jsonl").read_text().splitlines()]

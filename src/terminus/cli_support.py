@@ -9,8 +9,13 @@ from collections.abc import Callable
 import typer
 from typer.core import TyperGroup
 
+from terminus.config import schema_default
 from terminus.errors import TerminusError, debug_enabled
 from terminus.sandbox.copying import COPY_CAP_FLAG, DEFAULT_MAX_COPY_MB, MB
+
+# The defaults of flags of commands that may run without a config, read from the schema (their one home).
+TURN_LIMIT = schema_default("collect", "max_turns")
+EPISODES_AT_ONCE = schema_default("collect", "concurrency")
 
 REQUEST_TIMEOUT_HELP = "Seconds an endpoint may take to answer one request before it is retried."
 RETRIES_HELP = "Retries per endpoint call (429 honours Retry-After; 5xx, timeouts and unusable replies back off)."

@@ -1,5 +1,7 @@
-"""Experiment configs: read, validate against configs/schema/config.schema.yaml, fill defaults, hash. Also the
-repository root (`ROOT`) and how paths given relative to it are found (`resolve`, `resolve_model`).
+"""Experiment configs: read, validate against configs/schema/config.schema.yaml, fill defaults, hash; each default's
+one home (`schema_default`); and how a path the user gives is found (`resolve`, `resolve_model`): from the working
+folder, never from where the package is installed (a second checkout sharing one virtual environment writes into
+itself). `ROOT` is the package's own checkout, for the files it ships (schema, prompts, templates) only.
 
 Imported by the agent loop and every stage, so only light modules load at import time (jsonschema takes
 seconds to import; it loads when a config is read)."""
@@ -18,9 +20,9 @@ import yaml
 
 from terminus.errors import TerminusError
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: configs/, results/, examples/
+ROOT = Path(__file__).resolve().parents[2]  # the package's checkout: the schema, prompts and templates it ships
 SCHEMA = ROOT / "configs" / "schema" / "config.schema.yaml"
-DEFAULT = ROOT / "configs" / "config.yaml"
+DEFAULT = Path("configs") / "config.yaml"  # the smoke config of the project in the working folder
 
 
 class ConfigError(TerminusError, ValueError):
@@ -52,34 +54,65 @@ def _filling_validator():
     return _with_defaults(jsonschema.Draft202012Validator)
 
 
+@functools.cache
+def _schema() -> dict:
+    return yaml.safe_load(SCHEMA.read_text())
+
+
+def schema_default(*keys: str):
+    """The schema's default of a config key (`schema_default("collect", "max_turns")`): where a command-line flag
+    that may run without a config takes its default, so that each default lives once, in the schema."""
+    node = _schema()
+    for key in keys:
+        node = node.get("items", node)["properties"][key]  # a list's entries: ("eval", "subagents", "name")
+    return copy.deepcopy(node["default"])
+
+
+def fill_defaults(raw: dict, source: str) -> dict:
+    """A copy of `raw` validated against the schema with every default filled in (paths as written): the one
+    validation of a config, for the CLI (`load_config`) and the workflow (Snakefile) alike. Errors name `source`,
+    the key and the problem."""
+    config = copy.deepcopy(raw)
+    errors = sorted(_filling_validator()(_schema()).iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = []
+        for err in errors[:5]:
+            key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+            lines.append(f"  {key}: {err.message}")
+        raise ConfigError(f"{source} does not match {SCHEMA.relative_to(ROOT)}:\n" + "\n".join(lines))
+    _check_unique(config, source)
+    return config
+
+
 def load_config(path: Path | str | None = None) -> dict:
-    """The validated config with every default filled in; errors name the file, the key and the problem."""
-    path = Path(path or DEFAULT)
-    if not path.is_file() and not path.is_absolute() and (ROOT / path).is_file():
-        path = ROOT / path  # configs/... from any working directory
+    """The validated config with every default filled in; errors name the file, the key and the problem.
+    Relative paths, the config's own and those it names, are from the working folder (made absolute here)."""
+    path = Path(path or DEFAULT).expanduser().absolute()
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise ConfigError(f"{path} is not valid YAML: {err}") from None
-    schema = yaml.safe_load(SCHEMA.read_text())
-    config = copy.deepcopy(raw)
-    errors = sorted(_filling_validator()(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = []
-        for err in errors[:5]:
-            key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-            lines.append(f"  {key}: {err.message}")
-        raise ConfigError(f"{path} does not match {SCHEMA.relative_to(ROOT)}:\n" + "\n".join(lines))
-    _check_unique(config, path)
-    config = _fill_run(config, config["run"])
+    filled = fill_defaults(raw, str(path))
+    config = _fill_run(filled, filled["run"])
     # Hashed before paths become absolute, so the same config has the same hash on every machine and checkout.
     digest = _digest(config)
-    _resolve_paths(config)
+    base = Path.cwd()
+    _resolve_paths(config, base)
     config["_path"] = str(path)
     config["_hash"] = digest
+    config["_base"] = str(base)  # where results/<run>/ lives (run_dir)
     return config
+
+
+def refill(config: dict) -> dict:
+    """A loaded config that a script or test has changed (a section replaced, entries added), validated and filled
+    again, so that what it added gets its defaults too; its private keys kept, its hash taken anew."""
+    public = {k: v for k, v in config.items() if not k.startswith("_")}
+    filled = fill_defaults(public, config.get("_path") or "a changed config")
+    private = {k: v for k, v in config.items() if k.startswith("_")}
+    return filled | private | {"_hash": _digest(filled)}
 
 
 # Lists whose entries name the eval grid's cells (and so their record and prediction files): a repeat would make
@@ -87,7 +120,7 @@ def load_config(path: Path | str | None = None) -> dict:
 UNIQUE_LISTS = (("main_agents", "name"), ("subagents", "name"), ("benchmarks", None), ("seeds", None))
 
 
-def _check_unique(config: dict, path: Path) -> None:
+def _check_unique(config: dict, path: Path | str) -> None:
     section = config.get("eval") or {}
     for key, field in UNIQUE_LISTS:
         seen = set()
@@ -117,33 +150,33 @@ PATH_KEYS = (
 )
 
 
-def resolve(path: str | Path) -> Path:
-    """A config path: absolute as is, relative to the repository root otherwise (so any cwd works)."""
+def resolve(path: str | Path, base: Path | None = None) -> Path:
+    """A path the user gave: absolute as is, else from `base` (default: the working folder). Never from the
+    package's location: a second checkout, or a non-editable install, would read and write another tree."""
     path = Path(path).expanduser()
-    return path if path.is_absolute() else ROOT / path
+    return path if path.is_absolute() else (base or Path.cwd()) / path
 
 
 def resolve_model(name: str | Path) -> str:
     """A path that may also be a hub id (a recipe's model, dataset or task file; an eval subagent's model): one
-    that exists, from the working directory or else from the repository root, as an absolute path; anything else
-    as given, so that a hub id such as `Qwen/Qwen3-4B` stays one."""
-    given = Path(name).expanduser()
-    for path in (given.absolute(), resolve(given)):
-        if path.exists():
-            return str(path)
-    return str(given) if given.is_absolute() else str(name)
+    that exists from the working folder, as an absolute path; anything else as given, so that a hub id such as
+    `Qwen/Qwen3-4B` stays one."""
+    path = resolve(name)
+    if path.exists():
+        return str(path)
+    return str(path) if Path(name).expanduser().is_absolute() else str(name)
 
 
-def _resolve_paths(config: dict) -> None:
+def _resolve_paths(config: dict, base: Path) -> None:
     for keys in PATH_KEYS:
         node = config
         for key in keys[:-1]:
             node = node.get(key) or {}
         if node.get(keys[-1]):
-            node[keys[-1]] = str(resolve(node[keys[-1]]))
+            node[keys[-1]] = str(resolve(node[keys[-1]], base))
     tasks = config.get("tasks") or {}
     if tasks.get("manifests"):
-        tasks["manifests"] = [str(resolve(p)) for p in tasks["manifests"]]
+        tasks["manifests"] = [str(resolve(p, base)) for p in tasks["manifests"]]
 
 
 def _digest(config: dict) -> str:
@@ -175,7 +208,8 @@ def git_commit() -> str:
 
 
 def run_dir(config: dict) -> Path:
-    return ROOT / "results" / config["run"]
+    """results/<run>/ under the folder the config was loaded from (the working folder then)."""
+    return Path(config.get("_base") or Path.cwd()) / "results" / config["run"]
 
 
 def stamp(config: dict) -> dict:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli_support import copy_cap_bytes, copy_cap_option, seconds
+from terminus.cli_support import TURN_LIMIT, copy_cap_bytes, copy_cap_option, seconds
 from terminus.sandbox import BACKENDS
 
 POLICIES = ("scripted", "openai", "transformers", "vllm")
@@ -54,7 +54,7 @@ def mcp_command(
     ),
     sandbox: str = typer.Option(None, help=f"{' | '.join(BACKENDS)} (default: bwrap where installed)."),
     image: str = typer.Option(None, help="Image for --sandbox docker or apptainer."),
-    max_turns: int = typer.Option(10, min=2, help="Turn limit per call."),
+    max_turns: int = typer.Option(TURN_LIMIT, min=2, help="Turn limit per call."),
     request_timeout: float = typer.Option(
         120.0, help="Seconds to wait for one model reply (openai).", callback=seconds(1.0)
     ),
@@ -92,7 +92,7 @@ def mcp_command(
     if print_config is not None:
         flags = {"--repo": repo and str(repo.expanduser().resolve()), "--policy": policy, "--model": model,
                  "--base-url": base_url, "--api-key-env": api_key_env, "--sandbox": sandbox, "--image": image,
-                 "--max-turns": max_turns if max_turns != 10 else None}  # fmt: skip
+                 "--max-turns": max_turns if max_turns != TURN_LIMIT else None}  # fmt: skip
         typer.echo(client_config(print_config, [f for k, v in flags.items() if v for f in (k, str(v))]))
         return
     token = _http_token(http, token_env)
@@ -104,6 +104,7 @@ def mcp_command(
     )
     from terminus.mcp_server import LOOPBACK, ServerSettings, serve
     from terminus.models.openai_compat import MissingKeyError, PolicyError
+    from terminus.runspec import SandboxSpec
 
     settings = ServerSettings(
         repo=folder,
@@ -111,8 +112,7 @@ def mcp_command(
         model=model,
         base_url=base_url,
         api_key_env=api_key_env,
-        sandbox=sandbox,
-        image=image,
+        sandbox=SandboxSpec(sandbox, image),  # the server's spec, made once: every call's sandbox is of it
         max_turns=max_turns,
         request_timeout=request_timeout,
         trajectories=trajectories.expanduser().resolve() if trajectories else None,

@@ -40,7 +40,9 @@ from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
 from terminus.agent.trajectory import Trajectory
 from terminus.collect.runner import split_timings
 from terminus.io import append_jsonl
+from terminus.runspec import SandboxSpec
 from terminus.sandbox import Sandbox, SandboxError, default_backend, make_sandbox
+from terminus.sandbox.docker import default_image
 from terminus.sandbox.tmproot import remove_own_root
 
 log = logging.getLogger(__name__)
@@ -66,14 +68,13 @@ class ServerSettings:
     """What `terminus mcp` is started with (flags, or TERMINUS_MCP_* environment variables)."""
 
     repo: Path
+    max_turns: int
+    sandbox: SandboxSpec
+    """Backend and image (docker and apptainer) of every call's sandbox."""
     policy: str = "scripted"
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
-    sandbox: str | None = None
-    image: str | None = None
-    """Image for the docker and apptainer sandboxes."""
-    max_turns: int = 10
     request_timeout: float = 120.0
     """Seconds to wait for one model reply (openai policy)."""
     trajectories: Path | None = None
@@ -121,20 +122,6 @@ class _Call:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
-def sandbox_options(backend: str, image: str | None) -> dict:
-    """docker and apptainer run an image; the registry-free host image also borrows the host's /usr."""
-    if backend not in ("docker", "apptainer"):
-        return {}
-    if not image:
-        raise ValueError(
-            f"the {backend} sandbox needs --image (for docker e.g. terminus-sandbox:host, built "
-            "from docker/sandbox/ in the terminus repository)"
-        )
-    from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
-
-    return {"image": image, "binds": HOST_BINDS} if backend == "docker" and image == HOST_IMAGE else {"image": image}
-
-
 def new_trajectory_id() -> str:
     """Sorts by time, so a session's calls read in order in the trajectories file."""
     return f"mcp-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
@@ -151,8 +138,9 @@ class SubagentService:
     def __init__(self, settings: ServerSettings, policy) -> None:
         self.settings = settings
         self.policy = policy
-        self.backend = settings.sandbox or default_backend()
-        self.sandbox_options = sandbox_options(self.backend, settings.image)
+        self.backend = settings.sandbox.backend or default_backend()
+        if self.backend in ("docker", "apptainer") and not settings.sandbox.image:
+            default_image(self.backend)  # apptainer has none: said in one line at start, not at the first call
         self._calls: dict[str, _Call] = {}
         self._lock = threading.Lock()
 
@@ -188,9 +176,7 @@ class SubagentService:
             self._calls[call.id] = call
         try:
             try:
-                call.box = make_sandbox(
-                    self.backend, repo, max_copy_bytes=self.settings.max_copy_bytes, **self.sandbox_options
-                )
+                call.box = make_sandbox(self.settings.sandbox, repo, max_copy_bytes=self.settings.max_copy_bytes)
             except (SandboxError, OSError) as err:
                 return f"error: cannot start a {self.backend} sandbox over {repo}: {err}", True
             if call.cancelled.is_set():  # the server began stopping while the repository was being copied

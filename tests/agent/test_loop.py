@@ -15,7 +15,7 @@ import pytest
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, Prompts
 from terminus.agent.parsing import parse_final_answer, parse_tool_calls
 from terminus.mainagent.harness import MainPrompts
-from terminus.sandbox import make_sandbox
+from terminus.sandbox import SandboxSpec, make_sandbox
 
 
 class FixedReplies:
@@ -37,18 +37,19 @@ def call(command, timeout_ms=5000):
     return {"content": f"<tool_call>\n{payload}\n</tool_call>"}
 
 
+TEN = AgentConfig(max_turns=10)  # the paper's turn limit
 FINAL = {"content": "<final_answer>\nCommand: echo hi\nSummary: printed hi\n</final_answer>"}
 
 
 @pytest.fixture
 def box():
-    with make_sandbox("local") as sandbox:
+    with make_sandbox(SandboxSpec("local")) as sandbox:
         yield sandbox
 
 
 def test_final_answer_ends_the_episode(box):
     policy = FixedReplies([call("echo hi"), FINAL])
-    traj = ExecutionSubagent(policy, box).run("say hi")
+    traj = ExecutionSubagent(policy, box, TEN).run("say hi")
     assert traj.termination == "final_answer"
     assert traj.final_answer == [{"command": "echo hi", "summary": "printed hi"}]
     assert [t.command for t in traj.turns] == ["echo hi"] and traj.turns[0].exit_code == 0
@@ -72,7 +73,7 @@ def test_answer_on_the_last_turn_counts(box):
 
 def test_timeout_forces_the_answer_and_adds_a_note(box):
     policy = FixedReplies([call("sleep 30", timeout_ms=300), FINAL, call("echo never")])
-    traj = ExecutionSubagent(policy, box).run("q")
+    traj = ExecutionSubagent(policy, box, TEN).run("q")
     assert traj.termination == "timeout_forced"
     assert traj.turns[0].timed_out and policy.seen_tools[-1] == []
     assert traj.final_answer is not None
@@ -85,20 +86,21 @@ def test_timeout_forces_the_answer_and_adds_a_note(box):
 )
 def test_waiting_for_input_forces_the_answer_and_adds_a_note(box, command):
     policy = FixedReplies([call(command), FINAL, call("echo never")])
-    traj = ExecutionSubagent(policy, box).run("q")
+    traj = ExecutionSubagent(policy, box, TEN).run("q")
     assert traj.termination == "input_forced" and policy.seen_tools[-1] == []
     assert traj.final_answer is not None and len(traj.turns) == 1
     assert traj.notes and "waited for interactive input" in traj.notes[0]
 
 
 def test_an_ordinary_failure_is_not_an_input_wait(box):
-    traj = ExecutionSubagent(FixedReplies([call("echo 'build failed: missing header'; exit 2"), FINAL]), box).run("q")
+    replies = FixedReplies([call("echo 'build failed: missing header'; exit 2"), FINAL])
+    traj = ExecutionSubagent(replies, box, TEN).run("q")
     assert traj.termination == "final_answer" and not traj.notes
 
 
 def test_format_errors_get_feedback_then_end_the_episode(box):
     bad = [{"content": "I will run ls"}, {"content": "<tool_call>{not json</tool_call>"}, call("")]
-    traj = ExecutionSubagent(FixedReplies(bad), box, AgentConfig(max_format_errors=3)).run("q")
+    traj = ExecutionSubagent(FixedReplies(bad), box, AgentConfig(max_turns=10, max_format_errors=3)).run("q")
     assert traj.termination == "format_error" and traj.format_errors == 3
     feedback = [m["content"] for m in traj.messages if m["role"] == "user"][1:]
     assert len(feedback) == 3 and all("could not be used" in text for text in feedback)
@@ -106,7 +108,7 @@ def test_format_errors_get_feedback_then_end_the_episode(box):
 
 def test_a_good_call_resets_the_format_error_count(box):
     replies = [{"content": "hm"}, call("true"), {"content": "hm"}, call("true"), {"content": "hm"}, FINAL]
-    traj = ExecutionSubagent(FixedReplies(replies), box, AgentConfig(max_format_errors=2)).run("q")
+    traj = ExecutionSubagent(FixedReplies(replies), box, AgentConfig(max_turns=10, max_format_errors=2)).run("q")
     assert traj.termination == "final_answer" and traj.format_errors == 3
 
 
@@ -124,7 +126,7 @@ def test_openai_style_tool_calls_are_accepted(box):
             }
         ],
     }
-    traj = ExecutionSubagent(FixedReplies([reply, FINAL]), box).run("q")
+    traj = ExecutionSubagent(FixedReplies([reply, FINAL]), box, TEN).run("q")
     assert traj.turns[0].command == "echo ok"
     assert traj.messages[3]["tool_call_id"] == "c1"
 
@@ -136,7 +138,7 @@ def test_a_crashing_policy_is_recorded(box):
         def respond(self, messages, tools):
             raise ConnectionError("endpoint went away")
 
-    traj = ExecutionSubagent(Broken(), box).run("q")
+    traj = ExecutionSubagent(Broken(), box, TEN).run("q")
     assert traj.termination == "crash" and "endpoint went away" in traj.error
 
 
@@ -201,11 +203,11 @@ def test_trajectory_file_is_valid_after_a_kill_mid_episode(tmp_path):
 import json, sys
 sys.path.insert(0, {str(__import__("pathlib").Path(__file__).parent)!r})
 from test_loop import FixedReplies, call
-from terminus.agent.loop import ExecutionSubagent
-from terminus.sandbox import make_sandbox
-box = make_sandbox("local")
-ExecutionSubagent(FixedReplies([call("echo one"), call("echo two"), call("sleep 60", 120000)]), box).run(
-    "q", save_to=__import__('pathlib').Path({str(out)!r}))
+from terminus.agent.loop import AgentConfig, ExecutionSubagent
+from terminus.sandbox import SandboxSpec, make_sandbox
+box = make_sandbox(SandboxSpec("local"))
+replies = FixedReplies([call("echo one"), call("echo two"), call("sleep 60", 120000)])
+ExecutionSubagent(replies, box, AgentConfig(max_turns=10)).run("q", save_to=__import__('pathlib').Path({str(out)!r}))
 """
     proc = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + 60

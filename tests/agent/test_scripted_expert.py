@@ -11,7 +11,7 @@ import pytest
 from terminus.agent.loop import ExecutionSubagent
 from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy
-from terminus.sandbox import default_backend, make_sandbox
+from terminus.sandbox import SandboxSpec, default_backend, make_sandbox
 from terminus.tasks.synthetic import SUPPORTED, TASK_TYPES, generate
 
 QUERY = "Build the project, run the unit tests and tell me what fails and why."
@@ -25,7 +25,7 @@ def test_expert_states_the_true_facts(language, variant, tmp_path):
         pytest.skip(f"{TOOLS[language]} is not installed on this machine")
     # index 1, seed 3: with these options the layouts vary (subfolders, two suites, verbose logs)
     project = generate(language, "inventory", variant, index=1, seed=3, subfolder_p=0.5, verbose_p=0.7)
-    with make_sandbox(default_backend(), project.write(tmp_path / "repo")) as box:
+    with make_sandbox(SandboxSpec(default_backend()), project.write(tmp_path / "repo")) as box:
         traj = ExecutionSubagent(make_policy("scripted"), box).run(QUERY)
     assert traj.termination == "final_answer", traj.error
     assert len(traj.final_answer) == len(traj.turns)  # one pair per command run
@@ -47,7 +47,7 @@ def test_expert_states_the_true_facts(language, variant, tmp_path):
 def test_expert_finds_a_nested_project(tmp_path):
     project = generate("python", "billing", "fail", index=0, seed=0, subfolder_p=1.0)
     assert project.spec.subfolder
-    with make_sandbox("local", project.write(tmp_path / "repo")) as box:
+    with make_sandbox(SandboxSpec("local"), project.write(tmp_path / "repo")) as box:
         traj = ExecutionSubagent(make_policy("scripted"), box).run("run the tests")
     assert f"cd {project.spec.subfolder}" in traj.turns[-1].command
     failed = project.facts["tests"]["failed"]
@@ -58,7 +58,7 @@ def test_build_only_query_runs_no_tests(tmp_path):
     if shutil.which("cmake") is None:
         pytest.skip("cmake is not installed on this machine")
     project = generate("cmake", "payroll", "pass")
-    with make_sandbox("local", project.write(tmp_path / "repo")) as box:
+    with make_sandbox(SandboxSpec("local"), project.write(tmp_path / "repo")) as box:
         traj = ExecutionSubagent(make_policy("scripted"), box).run("Only build the project, do not run tests.")
     assert not any("ctest" in t.command for t in traj.turns)
     assert "build succeeded" in traj.final_answer[-1]["summary"]
@@ -93,7 +93,7 @@ def _ask(tmp_path, query: str, files: dict | None = None):
     repo = tmp_path / "repo"
     if not repo.exists():
         write_files(repo, files or PYPROJECT)
-    with make_sandbox("local", repo) as box:
+    with make_sandbox(SandboxSpec("local"), repo) as box:
         traj = ExecutionSubagent(make_policy("scripted"), box).run(query)
     assert traj.termination == "final_answer", traj.error
     ran = [t.command for t in traj.turns]

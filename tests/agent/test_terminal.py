@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from terminus.agent.terminal import Terminal, ToolCallError, observation, parse_arguments
-from terminus.sandbox import make_sandbox
+from terminus.sandbox import SandboxSpec, make_sandbox
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ def test_timeout_is_required_and_capped():
 
 
 def test_observation_reports_how_the_command_ended():
-    with make_sandbox("local") as box:
+    with make_sandbox(SandboxSpec("local")) as box:
         terminal = Terminal(box, max_timeout_ms=60_000)
         _, ok = terminal({"command": "echo hi; false", "timeout_ms": 5000})
         assert observation(ok) == "hi\n[exit code 1]"

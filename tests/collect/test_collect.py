@@ -13,7 +13,10 @@ from builders import TERMINUS, cli_args, kill_when, lines_done, synthetic_corpus
 from terminus.collect.collect import collect
 from terminus.collect.validate import validate_tasks
 from terminus.models import make_policy
+from terminus.runspec import SandboxSpec
 from terminus.tasks.record import load_tasks, write_tasks
+
+LOCAL = {"sandbox": SandboxSpec(), "max_turns": 10, "show_progress": False}  # default backend, paper turns
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +35,7 @@ def test_validate_keeps_reproducible_tasks_and_drops_wrong_facts(corpus, tmp_pat
         tampered.facts["dependency"]["package"] = "left-pad"
     bad_file = corpus.parent / "tampered.jsonl"
     write_tasks(bad_file, tasks)
-    report = validate_tasks(bad_file, tmp_path / "valid.jsonl", tmp_path / "report.json", show_progress=False)
+    report = validate_tasks(bad_file, tmp_path / "valid.jsonl", tmp_path / "report.json", **LOCAL, concurrency=4)
     assert report["dropped"] == 1 and tampered.id in report["reasons"]
     kept = load_tasks(tmp_path / "valid.jsonl")
     assert len(kept) == len(tasks) - 1
@@ -41,9 +44,7 @@ def test_validate_keeps_reproducible_tasks_and_drops_wrong_facts(corpus, tmp_pat
 
 def test_interrupted_collection_resumes_to_an_identical_file(corpus, tmp_path):
     reference = tmp_path / "reference.jsonl"
-    collect(
-        corpus, make_policy("scripted"), reference, splits=("train", "val", "test"), concurrency=2, show_progress=False
-    )
+    collect(corpus, make_policy("scripted"), reference, splits=("train", "val", "test"), **LOCAL, concurrency=2)
     out = tmp_path / "resumed.jsonl"
     part = out.with_name(out.name + ".part")
     command = [
@@ -80,7 +81,7 @@ def test_sft_dataset_is_chat_with_tool_calls(corpus, tmp_path):
     from terminus.train.data import build_sft_dataset
 
     trajectories = tmp_path / "t.jsonl"
-    collect(corpus, make_policy("scripted"), trajectories, concurrency=2, show_progress=False)
+    collect(corpus, make_policy("scripted"), trajectories, **LOCAL, concurrency=2)
     counts = build_sft_dataset(trajectories, corpus, tmp_path / "sft")
     data = load_from_disk(str(tmp_path / "sft"))
     assert len(data["train"]) == counts["train"] > 0

@@ -13,6 +13,7 @@ from terminus.collect.lockstep import run_lockstep
 from terminus.collect.runner import run_episode
 from terminus.models.generate import TransformersGenerator
 from terminus.models.local import TransformersPolicy, load_transformers
+from terminus.runspec import SandboxSpec
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.tasks.record import load_tasks
 
@@ -45,12 +46,18 @@ def test_batched_and_sequential_rollouts_are_token_identical(small_corpus, tiny_
     model, tokenizer = load_transformers(str(tiny_model))
     sequential = [
         run_episode(
-            t, small_corpus, TransformersPolicy(str(tiny_model), max_new_tokens=24), max_turns=4, backend="bwrap"
+            t,
+            small_corpus,
+            TransformersPolicy(str(tiny_model), max_new_tokens=24),
+            max_turns=4,
+            sandbox=SandboxSpec("bwrap"),
         )
         for t in tasks
     ]
     generator = TransformersGenerator(model, tokenizer, max_new_tokens=24)
-    run = run_lockstep([partial(run_episode, t, small_corpus, max_turns=4, backend="bwrap") for t in tasks], generator)
+    run = run_lockstep(
+        [partial(run_episode, t, small_corpus, max_turns=4, sandbox=SandboxSpec("bwrap")) for t in tasks], generator
+    )
     assert [_comparable(t) for t in run.trajectories] == [_comparable(t) for t in sequential]
     # every turn went out as one batch of the episodes still running
     assert run.batch_sizes[0] == len(tasks)
@@ -66,7 +73,9 @@ def test_a_generator_failure_crashes_the_episodes_instead_of_hanging(small_corpu
             raise RuntimeError("CUDA out of memory")
 
     tasks = load_tasks(small_corpus)[:3]
-    run = run_lockstep([partial(run_episode, t, small_corpus, backend="local") for t in tasks], Broken())
+    run = run_lockstep(
+        [partial(run_episode, t, small_corpus, max_turns=10, sandbox=SandboxSpec("local")) for t in tasks], Broken()
+    )
     assert [t.termination for t in run.trajectories] == ["crash"] * 3
     assert all("CUDA out of memory" in t.error for t in run.trajectories)
 
@@ -91,7 +100,7 @@ def test_grpo_rollouts_train_on_the_token_ids_they_sampled(small_corpus, tiny_mo
         return generate(conversations, tools, prompts=prompts)
 
     generator.generate = recording
-    episodes = [partial(run_episode, t, small_corpus, max_turns=3, backend="local") for t in tasks]
+    episodes = [partial(run_episode, t, small_corpus, max_turns=3, sandbox=SandboxSpec("local")) for t in tasks]
     run = run_lockstep(episodes, generator, tokens=_episode_tokens(tokenizer))
     for policy in run.policies:
         sample = policy.tokens.sample(None)
@@ -117,8 +126,10 @@ def test_an_episode_over_the_engines_context_ends_alone_and_its_batch_goes_on(sm
     model, tokenizer = load_transformers(str(tiny_model))
     generator = TransformersGenerator(model, tokenizer, max_new_tokens=24)
     long_query = "Run the tests and report every failure. " * 400  # thousands of tokens in one prompt
-    episodes = [partial(run_episode, t, small_corpus, max_turns=3, backend="local") for t in tasks]
-    episodes[1] = partial(run_episode, tasks[1], small_corpus, max_turns=3, backend="local", query=long_query)
+    episodes = [partial(run_episode, t, small_corpus, max_turns=3, sandbox=SandboxSpec("local")) for t in tasks]
+    episodes[1] = partial(
+        run_episode, tasks[1], small_corpus, max_turns=3, sandbox=SandboxSpec("local"), query=long_query
+    )
     run = run_lockstep(episodes, generator, tokens=_episode_tokens(tokenizer, max_model_len=1500))
     crashed = run.trajectories[1]
     assert crashed.termination == "crash" and "PromptTooLong" in crashed.error and "max_model_len" in crashed.error

@@ -25,6 +25,7 @@ from terminus.collect.runner import ResumableJsonl
 from terminus.collect.validate import validate_tasks
 from terminus.config import ROOT
 from terminus.reproducibility import table_lines
+from terminus.runspec import SandboxSpec
 
 BIN = str(Path(sys.executable).parent)
 CELL = "reader__scripted__execution__0"
@@ -65,7 +66,10 @@ def runs(tmp_path):
     first.mkdir(parents=True)
     synthetic = {"languages": ["python", "node"], "repos_per_language": 3, "variants": ["pass", "fail", "missing-dep"]}
     synthetic_corpus(first, synthetic)
-    validate_tasks(first / "tasks.jsonl", tmp_path / "valid.jsonl", tmp_path / "valid.validation.json")
+    validate_tasks(
+        first / "tasks.jsonl", tmp_path / "valid.jsonl", tmp_path / "valid.validation.json", sandbox=SandboxSpec(),
+        max_turns=10, concurrency=4,
+    )  # fmt: skip
     shutil.copy(first / "tasks.jsonl", first / "valid.jsonl")
     shutil.copy(tmp_path / "valid.validation.trajectories.jsonl", first / "valid.validation.trajectories.jsonl")
     shutil.copytree(first, ROOT / "results" / names[1] / "tasks", symlinks=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from builders import TERMINUS, cli_args, kill_when, lines_done, synthetic_corpus
-from terminus.config import load_config
+from terminus.config import refill
 from terminus.eval.case_study import case_study
 from terminus.eval.grid import main_brain, run_grid
 from terminus.eval.metrics import bootstrap, summarise
@@ -21,7 +21,10 @@ from terminus.mainagent.brains import ReplayMainAgent
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.tokens import MESSAGE_OVERHEAD, TokenCounter
 from terminus.models import make_policy
+from terminus.runspec import SandboxSpec, load_run
 from terminus.tasks.record import load_tasks
+
+LOCAL = {"sandbox": SandboxSpec(), "subagent_turns": 10}  # the default backend; the paper's turn limit
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +88,7 @@ def test_replay_is_deterministic_and_counts_every_turn(corpus):
     _, tasks_file = corpus
     task = next(t for t in load_tasks(tasks_file) if t.meta.get("fix") and t.task_type == "test-execution")
     runs = [
-        run_main_agent(ReplayMainAgent(), task, tasks_file, subagent_policy=make_policy("scripted"))[0]
+        run_main_agent(ReplayMainAgent(), task, tasks_file, **LOCAL, subagent_policy=make_policy("scripted"))[0]
         for _ in range(2)
     ]
     a, b = (r.to_dict() for r in runs)
@@ -104,9 +107,10 @@ def test_replay_is_deterministic_and_counts_every_turn(corpus):
 
 def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
     config_path, tasks_file = corpus
-    config = load_config(config_path)
+    run = load_run(config_path)
+    config = run.config
     tasks = {t.id: t for t in load_tasks(tasks_file)}
-    reference = run_grid(config, tasks_file, tmp_path / "ref", Scorer(tasks=tasks), show_progress=False)
+    reference = run_grid(run, tasks_file, tmp_path / "ref", Scorer(tasks=tasks), show_progress=False)
     assert {r["subagent"] for r in reference} == {"none", "scripted"}
     none = [r for r in reference if r["subagent"] == "none"]
     assert none and all(r["resolved"] == 1.0 for r in none)  # the fix is verified in a fresh sandbox
@@ -153,7 +157,7 @@ def test_missing_key_and_unreachable_endpoint_are_clear(corpus, monkeypatch):
     task = next(t for t in load_tasks(tasks_file) if t.meta.get("fix"))
     brain = main_brain({"name": "local", "kind": "llm", "model": "m", "base_url": "http://127.0.0.1:9/v1"})
     brain.policy.max_retries = 0
-    result, _ = run_main_agent(brain, task, tasks_file)
+    result, _ = run_main_agent(brain, task, tasks_file, **LOCAL, subagent_policy=None)
     assert result.error and "unreachable" in result.error and result.turns == 0
 
 
@@ -180,10 +184,11 @@ def _tiny_subagent_cell(corpus, out: Path, subagent: dict, concurrency: int) -> 
     from terminus.eval.grid import run_cell
 
     config_path, tasks_file = corpus
-    config = load_config(config_path)
-    config["eval"] |= {"subagents": [{"name": "tiny", **subagent}], "max_tasks": 4, "concurrency": concurrency}
+    run = load_run(config_path)
+    run.config["eval"] |= {"subagents": [{"name": "tiny", **subagent}], "max_tasks": 4, "concurrency": concurrency}
+    run.config = refill(run.config)  # the new subagent's defaults (its tool_call_limit)
     tasks = {t.id: t for t in load_tasks(tasks_file)}
-    return run_cell(config, tasks_file, out, Scorer(tasks=tasks), "reader__tiny__execution__0", show_progress=False)
+    return run_cell(run, tasks_file, out, Scorer(tasks=tasks), "reader__tiny__execution__0", show_progress=False)
 
 
 def test_a_transformers_subagent_is_loaded_once_per_cell(corpus, tiny_model, tmp_path):

@@ -86,17 +86,19 @@ def test_a_thousand_fuzzed_verdicts_never_crash():
 
 
 def test_retry_then_unparseable_is_recorded_not_zero(tmp_path):
-    judge = LLMJudge(RUBRIC, "m", policy=ReplyQueue(["garbage", verdict_json(4)]), retries=2, cache_dir=tmp_path)
+    judge = LLMJudge(
+        RUBRIC, "m", concurrency=4, policy=ReplyQueue(["garbage", verdict_json(4)]), retries=2, cache_dir=tmp_path
+    )
     result = judge.score("q", None, {"turns": [], "messages": []})
     assert not result.unparseable and result.attempts == 2 and result.score > 0.9
-    hopeless = LLMJudge(RUBRIC, "m", policy=ReplyQueue(["nope"] * 5), retries=2)
+    hopeless = LLMJudge(RUBRIC, "m", concurrency=4, policy=ReplyQueue(["nope"] * 5), retries=2)
     result = hopeless.score("q", None, {"turns": [], "messages": []})
     assert result.unparseable and result.score is None and result.attempts == 3 and hopeless.unparseable == 1
 
 
 def test_calls_are_cached_by_content(tmp_path):
     queue = ReplyQueue([verdict_json(2), verdict_json(2)])
-    judge = LLMJudge(RUBRIC, "m", policy=queue, cache_dir=tmp_path)
+    judge = LLMJudge(RUBRIC, "m", concurrency=4, policy=queue, cache_dir=tmp_path)
     episode = {"turns": [{"command": "pytest"}], "messages": [{"role": "tool", "content": "1 passed"}]}
     first = judge.score("run the tests", None, episode)
     again = judge.score("run the tests", None, episode)
@@ -109,7 +111,7 @@ def test_group_mode_scores_each_candidate():
     dims = json.loads(verdict_json(1))["dimensions"]
     better = json.loads(verdict_json(4))["dimensions"]
     reply = json.dumps({"candidates": [{"index": 1, "dimensions": better}, {"index": 0, "dimensions": dims}]})
-    judge = LLMJudge(RUBRIC, "m", policy=ReplyQueue([reply]))
+    judge = LLMJudge(RUBRIC, "m", concurrency=4, policy=ReplyQueue([reply]))
     low, high = judge.score_group("q", None, [{"turns": []}, {"turns": []}])
     assert high.score > low.score
 
@@ -117,11 +119,13 @@ def test_group_mode_scores_each_candidate():
 def test_missing_key_is_checked_up_front(monkeypatch):
     monkeypatch.delenv("TERMINUS_TEST_JUDGE_KEY", raising=False)
     with pytest.raises(JudgeError, match="TERMINUS_TEST_JUDGE_KEY"):
-        LLMJudge(RUBRIC, "gpt-x", base_url="http://127.0.0.1:9/v1", api_key_env="TERMINUS_TEST_JUDGE_KEY")
+        LLMJudge(
+            RUBRIC, "gpt-x", concurrency=4, base_url="http://127.0.0.1:9/v1", api_key_env="TERMINUS_TEST_JUDGE_KEY"
+        )
 
 
 def test_unreachable_judge_endpoint_is_a_clear_error():
-    judge = LLMJudge(RUBRIC, "m", base_url="http://127.0.0.1:9/v1")
+    judge = LLMJudge(RUBRIC, "m", concurrency=4, base_url="http://127.0.0.1:9/v1")
     judge.policy.max_retries = 0
     with pytest.raises(JudgeError, match="unreachable"):
         judge.score("q", None, {"turns": []})
@@ -255,9 +259,13 @@ def test_judge_against_vllm_server(tiny_model, tmp_path):
     from terminus.models.serve import vllm_server
 
     with vllm_server(tiny_model, served_name="tiny", log=tmp_path / "server.log") as url:
-        judge = LLMJudge(RUBRIC, "tiny", base_url=url, cache_dir=tmp_path / "cache", retries=1, max_tokens=32)
+        judge = LLMJudge(
+            RUBRIC, "tiny", concurrency=4, base_url=url, cache_dir=tmp_path / "cache", retries=1, max_tokens=32
+        )
         results = judge.score_many([("q", None, episode(FULL)), ("q", None, episode("nothing"))])
         assert all(r.unparseable for r in results) and judge.misses == 4
-        again = LLMJudge(RUBRIC, "tiny", base_url=url, cache_dir=tmp_path / "cache", retries=1, max_tokens=32)
+        again = LLMJudge(
+            RUBRIC, "tiny", concurrency=4, base_url=url, cache_dir=tmp_path / "cache", retries=1, max_tokens=32
+        )
         again.score_many([("q", None, episode(FULL)), ("q", None, episode("nothing"))])
         assert again.hits == 4 and again.misses == 0

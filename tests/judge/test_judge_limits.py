@@ -13,6 +13,7 @@ from builders import cli_args, snapshot_task
 from terminus.cli import app
 from terminus.collect.collect import collect
 from terminus.models import make_policy
+from terminus.runspec import SandboxSpec
 from terminus.tasks.record import write_tasks
 
 
@@ -21,7 +22,16 @@ def test_judge_calls_are_bounded_by_the_flags(fault_endpoint, tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     write_tasks(tasks, [snapshot_task(tmp_path, "r0", {"README.md": "x\n"})])
     trajectories = tmp_path / "trajectories.jsonl"
-    collect(tasks, make_policy("scripted"), trajectories, splits=("train",), backend="local", show_progress=False)
+    collect(
+        tasks,
+        make_policy("scripted"),
+        trajectories,
+        splits=("train",),
+        sandbox=SandboxSpec("local"),
+        max_turns=10,
+        concurrency=4,
+        show_progress=False,
+    )
     config = tmp_path / "config.yaml"
     endpoint = {"base_url": fault_endpoint.url, "model": "tiny"}
     config.write_text(yaml.safe_dump({"run": "judgelimits", "tasks": {}, "judge": {"endpoint": endpoint}}))

@@ -18,7 +18,10 @@ from builders import snapshot_task
 from terminus.mainagent.brains import LLMMainAgent
 from terminus.mainagent.harness import run_main_agent
 from terminus.models import make_policy
+from terminus.runspec import SandboxSpec
 from terminus.tasks.record import Task, write_tasks
+
+LOCAL = {"sandbox": SandboxSpec(), "subagent_turns": 10}  # the default backend; the paper's turn limit
 
 SUBAGENT_CHOICE = {"type": "function", "function": {"name": "execution_subagent"}}
 FORCED = {"max_tokens": 256, "max_retries": 0, "tool_choice": SUBAGENT_CHOICE, "temperature": 1.0}
@@ -64,7 +67,9 @@ def test_llm_main_agent_on_served_model(tiny_model, task):
         # 1. Left to itself (tool choice "auto", greedy) the random model writes text in which the hermes parser
         #    finds no tool call, so its first reply ends the episode: recorded as it is.
         free = Recording(LLMMainAgent("tiny", base_url=url, max_tokens=48, max_retries=0))
-        result, tree = run_main_agent(free, record, tasks_file, subagent_policy=make_policy("scripted"), max_turns=3)
+        result, tree = run_main_agent(
+            free, record, tasks_file, **LOCAL, subagent_policy=make_policy("scripted"), max_turns=3
+        )
         shutil.rmtree(tree.parent, ignore_errors=True)
         assert result.error is None and result.turns >= 1 and result.termination in ("done", "turn_limit")
         assert result.prompt_tokens == sum(r["usage"]["prompt_tokens"] for r in free.replies)
@@ -75,7 +80,7 @@ def test_llm_main_agent_on_served_model(tiny_model, task):
         for seed in range(6):  # seeded samples until one completes its call within max_tokens
             forced = Recording(LLMMainAgent("tiny", base_url=url, seed=seed, **FORCED))
             policy = make_policy("scripted")
-            result, tree = run_main_agent(forced, record, tasks_file, subagent_policy=policy, max_turns=2)
+            result, tree = run_main_agent(forced, record, tasks_file, **LOCAL, subagent_policy=policy, max_turns=2)
             shutil.rmtree(tree.parent, ignore_errors=True)
             if forced.replies[0].get("tool_calls"):
                 break
@@ -98,7 +103,9 @@ def test_llm_main_agent_on_served_model(tiny_model, task):
             LLMMainAgent("tiny", base_url=url, seed=seed, **FORCED),
             before_turn=lambda n: server.close() if n == 1 else None,
         )
-        result, tree = run_main_agent(dying, record, tasks_file, subagent_policy=make_policy("scripted"), max_turns=4)
+        result, tree = run_main_agent(
+            dying, record, tasks_file, **LOCAL, subagent_policy=make_policy("scripted"), max_turns=4
+        )
         shutil.rmtree(tree.parent, ignore_errors=True)
     assert dying.replies[0].get("tool_calls"), "the first turn must call a tool for the episode to go on"
     assert result.turns == 1 and result.termination == "error"

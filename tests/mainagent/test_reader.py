@@ -22,8 +22,10 @@ from terminus.mainagent.harness import SUBAGENT_TOOL, MainAgentResult, Workbench
 from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
 from terminus.mainagent.reader import ReaderMainAgent
 from terminus.models import make_policy
-from terminus.sandbox import make_sandbox
+from terminus.sandbox import SandboxSpec, make_sandbox
 from terminus.tasks.record import load_tasks
+
+LOCAL = {"sandbox": SandboxSpec(), "subagent_turns": 10}  # the default backend; the paper's turn limit
 
 
 class Replies:
@@ -58,9 +60,9 @@ def python_tasks(tmp_path_factory):
 
 
 def episode(task, tasks_file: Path, policy) -> tuple[MainAgentResult, bool]:
-    result, tree = run_main_agent(ReaderMainAgent(), task, tasks_file, subagent_policy=policy)
+    result, tree = run_main_agent(ReaderMainAgent(), task, tasks_file, **LOCAL, subagent_policy=policy)
     try:
-        return result, verify(task, tree, None)
+        return result, verify(task, tree, SandboxSpec())
     finally:
         shutil.rmtree(tree.parent, ignore_errors=True)
 
@@ -131,8 +133,8 @@ def test_the_vscode_contract(tmp_path):
     assert last == "OK, your allotted iterations are finished. Show the <final_answer>."
     (tmp_path / "a.txt").write_text("x\n")
     policy = Replies(run_call("echo 1"), run_call("echo 2"), run_call("echo 3"))
-    with make_sandbox(None, tmp_path) as box:
-        bench = Workbench(box, None, policy, subagent_turns=3)
+    with make_sandbox(SandboxSpec(), tmp_path) as box:
+        bench = Workbench(box, SandboxSpec(), policy, subagent_turns=3)
         result = MainAgentResult(main_agent="t")
         assert "description" in bench.call("execution_subagent", {"query": "run it"}, result, "p")
         assert result.subagent_calls == 0 and policy.calls == 0
@@ -147,7 +149,9 @@ def test_the_vscode_contract(tmp_path):
 def test_the_submission_is_a_diff_that_applies(python_tasks, tmp_path):
     tasks, tasks_file = python_tasks
     task = tasks[0]
-    result, tree = run_main_agent(ReaderMainAgent(), task, tasks_file, subagent_policy=make_policy("scripted"))
+    result, tree = run_main_agent(
+        ReaderMainAgent(), task, tasks_file, **LOCAL, subagent_policy=make_policy("scripted")
+    )
     shutil.rmtree(tree.parent, ignore_errors=True)
     fix = task.meta["fix"]
     assert result.termination == "done" and f"+++ b/{fix['file']}" in result.diff
@@ -162,9 +166,9 @@ def test_the_file_tools_stay_inside_the_repository(tmp_path):
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "a.txt").write_text("inside\n")
     (tmp_path / "secret.txt").write_text("outside\n")
-    with make_sandbox(None, tmp_path / "repo") as box:
+    with make_sandbox(SandboxSpec(), tmp_path / "repo") as box:
         (Path(box.workspace) / "link").symlink_to(tmp_path / "secret.txt")
-        bench, result = Workbench(box, None), MainAgentResult(main_agent="t")
+        bench, result = Workbench(box, SandboxSpec(), None, 10), MainAgentResult(main_agent="t")
         for path in ("../secret.txt", str(tmp_path / "secret.txt"), "link"):
             assert "outside the repository" in bench.call("read_file", {"path": path}, result, "p")
         assert bench.call("read_file", {"path": "a.txt"}, result, "p") == "inside\n"
@@ -181,8 +185,11 @@ def test_the_file_tools_work_at_an_images_repository_folder(tmp_path):
     (tmp_path / "app" / "calc.py").write_text("total = 1 + 1\n")
     (tmp_path / "app" / "latin.txt").write_bytes(b"caf\xe9\n")
     (tmp_path / "top.txt").write_text("outside the app\n")
-    with make_sandbox(None, tmp_path) as box:
-        bench, result = InstanceWorkbench(AtWorkdir(box, f"{box.inside_workspace}/app"), None), MainAgentResult("t")
+    with make_sandbox(SandboxSpec(), tmp_path) as box:
+        bench, result = (
+            InstanceWorkbench(AtWorkdir(box, f"{box.inside_workspace}/app"), SandboxSpec(), None, 10),
+            MainAgentResult("t"),
+        )
         assert bench.call("read_file", {"path": "."}, result, "p").splitlines() == ["calc.py", "latin.txt"]
         assert "outside the repository" in bench.call("read_file", {"path": "../top.txt"}, result, "p")
         edit = {"path": "../top.txt", "old": "outside", "new": "inside"}
@@ -204,7 +211,7 @@ def test_the_file_tools_work_at_an_images_repository_folder(tmp_path):
 
 def test_a_turn_budget_ends_the_episode_and_says_so(python_tasks):
     tasks, tasks_file = python_tasks
-    result, tree = run_main_agent(ReaderMainAgent(), tasks[0], tasks_file, max_turns=2)
+    result, tree = run_main_agent(ReaderMainAgent(), tasks[0], tasks_file, **LOCAL, subagent_policy=None, max_turns=2)
     shutil.rmtree(tree.parent, ignore_errors=True)
     assert result.turns == 2 and result.termination == "turn_limit" and "Turn budget of 2" in result.final_message
 

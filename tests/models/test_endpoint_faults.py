@@ -14,7 +14,7 @@ from builders import TERMINUS, cli_args
 from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.models import make_policy
 from terminus.models.openai_compat import PolicyError
-from terminus.sandbox import make_sandbox
+from terminus.sandbox import SandboxSpec, make_sandbox
 
 MESSAGES = [{"role": "user", "content": "run the tests"}]
 
@@ -25,7 +25,7 @@ def _policy(endpoint, **options):
 
 def _episode(policy, tmp_path):
     (tmp_path / "README.md").write_text("demo\n")
-    with make_sandbox("local", tmp_path) as box:
+    with make_sandbox(SandboxSpec("local"), tmp_path) as box:
         return ExecutionSubagent(policy, box, AgentConfig(max_turns=3)).run("list the files")
 
 

@@ -14,14 +14,14 @@ from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.cli import app
 from terminus.models import make_policy
 from terminus.models.openai_compat import PolicyError
-from terminus.sandbox import make_sandbox
+from terminus.sandbox import SandboxSpec, make_sandbox
 
 TERMINATIONS = {"final_answer", "turn_limit", "format_error", "timeout_forced", "input_forced"}
 
 
 def _episode(policy, tmp_path):
     (tmp_path / "README.md").write_text("demo\n")
-    with make_sandbox("local", tmp_path) as box:
+    with make_sandbox(SandboxSpec("local"), tmp_path) as box:
         return ExecutionSubagent(policy, box, AgentConfig(max_turns=3)).run("run the tests")
 
 

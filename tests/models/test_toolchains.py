@@ -7,7 +7,7 @@ import pytest
 from terminus.agent.terminal import observation
 from terminus.models.scripted import recipes
 from terminus.models.toolchains import RUNNERS, Status, read_status, runner_for
-from terminus.sandbox import CommandResult, make_sandbox
+from terminus.sandbox import CommandResult, SandboxSpec, make_sandbox
 
 
 @pytest.mark.parametrize(
@@ -24,7 +24,7 @@ def test_status_reads_back_what_the_terminal_prints(result, status):
 
 
 def test_status_of_real_commands():
-    with make_sandbox("local") as box:
+    with make_sandbox(SandboxSpec("local")) as box:
         assert read_status(observation(box.run("echo '[exit code 7]'; exit 3", 10))) == Status(3, False)
         assert read_status(observation(box.run("sleep 5", 0.3))).timed_out
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from terminus.sandbox import Limits, SandboxError, make_sandbox
+from terminus.sandbox import Limits, SandboxError, SandboxSpec, make_sandbox
 from terminus.sandbox.apptainer import apptainer_path
 
 
@@ -98,12 +98,12 @@ def test_syntax_error_is_an_ordinary_failure(sandbox_factory):
 
 def test_missing_source_folder_is_a_clear_error(tmp_path):
     with pytest.raises(SandboxError, match="does not exist"):
-        make_sandbox("local", tmp_path / "nope")
+        make_sandbox(SandboxSpec("local"), tmp_path / "nope")
 
 
 def test_unknown_backend_is_a_clear_error():
     with pytest.raises(SandboxError, match="unknown sandbox backend 'podman'"):
-        make_sandbox("podman")
+        make_sandbox(SandboxSpec("podman"))
 
 
 @pytest.mark.skipif(
@@ -112,7 +112,7 @@ def test_unknown_backend_is_a_clear_error():
     "package, no PyPI binary); its backend is exercised on HPC nodes only",
 )
 def test_apptainer_runs_a_command(tmp_path):  # pragma: no cover - needs apptainer
-    box = make_sandbox("apptainer", tmp_path, image="docker://debian:12-slim")
+    box = make_sandbox(SandboxSpec("apptainer", "docker://debian:12-slim"), tmp_path)
     try:
         assert box.run("echo hi", 60).output == "hi\n"
     finally:

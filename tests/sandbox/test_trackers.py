@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from terminus.sandbox import make_sandbox, procs
+from terminus.sandbox import SandboxSpec, make_sandbox, procs
 
 
 def _alive_with(token: str) -> list[int]:
@@ -30,7 +30,7 @@ def test_daemons_are_killed_by_either_tracker(tracker, monkeypatch):
         monkeypatch.setattr(procs, "_PIDS_BASE", None)  # as on a machine without a writable cgroup
     elif procs._writable_pids_base() is None:
         pytest.skip("no writable pids cgroup on this machine")
-    with make_sandbox("local") as box:
+    with make_sandbox(SandboxSpec("local")) as box:
         expected = procs.EnvMarker if tracker == "marker" else procs.PidsCgroup
         assert isinstance(box.tracker, expected)
         result = box.run(
@@ -52,7 +52,10 @@ def test_a_killed_harness_leaves_nothing_behind(tmp_path):
     if base is None:
         pytest.skip("no writable pids cgroup on this machine")
     # the command is spelled in two pieces so that this script's own command line does not match it
-    script = "from terminus.sandbox import make_sandbox\nmake_sandbox('local').run('sleep ' + '4324', 600)\n"
+    script = (
+        "from terminus.sandbox import SandboxSpec, make_sandbox\n"
+        "make_sandbox(SandboxSpec('local')).run('sleep ' + '4324', 600)\n"
+    )
     child = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + 30
     while not _alive_with("sleep 4324") and time.monotonic() < deadline:
@@ -61,7 +64,7 @@ def test_a_killed_harness_leaves_nothing_behind(tmp_path):
     child.send_signal(signal.SIGKILL)
     child.wait()
     assert _alive_with("sleep 4324")  # the command outlived its harness...
-    with make_sandbox("local"):  # ...until the next sandbox is made
+    with make_sandbox(SandboxSpec("local")):  # ...until the next sandbox is made
         pass
     assert not _alive_with("sleep 4324")
     assert not list(base.glob(f"terminus-{child.pid}-*"))

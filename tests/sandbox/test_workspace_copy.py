@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from terminus.cli import app
-from terminus.sandbox import SandboxError, make_sandbox, tmproot
+from terminus.sandbox import SandboxError, SandboxSpec, make_sandbox, tmproot
 from terminus.sandbox.base import Workspace
 
 
@@ -110,12 +110,12 @@ def test_a_named_pipe_is_skipped_with_a_note(tmp_path, mode, caplog):
 def test_a_missing_repository_leaves_no_temp_folder(tmp_path):
     before = set(tmproot.run_root().iterdir())
     with pytest.raises(SandboxError, match="does not exist"):
-        make_sandbox("local", tmp_path / "missing")
+        make_sandbox(SandboxSpec("local"), tmp_path / "missing")
     assert set(tmproot.run_root().iterdir()) == before
 
 
 def test_workspaces_live_under_a_root_named_with_the_owner_pid():
-    with make_sandbox("local", None) as box:
+    with make_sandbox(SandboxSpec("local"), None) as box:
         root = box.workspace.parent.parent
         assert root.name.startswith(f"terminus-run-{os.getpid()}-")
         assert root.parent == Path(tempfile.gettempdir())

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from terminus.config import load_config
 from terminus.eval.grid import run_cell
 from terminus.judge.scorer import Scorer
+from terminus.runspec import SandboxSpec, load_run
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.swe import grade_patch, load_instances
 
@@ -20,8 +20,8 @@ needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not
 @needs_bwrap
 def test_a_swe_cell_grades_what_the_main_agent_submitted(swe_data, tmp_path):
     root, _ = swe_data
-    config = load_config("configs/config.yaml")
-    config["sandbox"] = "bwrap"
+    run = load_run("configs/config.yaml", sandbox="bwrap")
+    config = run.config
     config["eval"] |= {
         "benchmarks": ["swebench-verified"],
         "concurrency": 1,
@@ -31,7 +31,7 @@ def test_a_swe_cell_grades_what_the_main_agent_submitted(swe_data, tmp_path):
     (inst,) = load_instances("swebench-verified", dataset=str(root / "verified.jsonl"), limit=1)
     out = tmp_path / "eval"
     for cell in ("reader__none__swebench-verified__0", "reader__scripted__swebench-verified__0"):
-        (record,) = run_cell(config, root / "unused.jsonl", out, Scorer(tasks={}), cell, show_progress=False)
+        (record,) = run_cell(run, root / "unused.jsonl", out, Scorer(tasks={}), cell, show_progress=False)
         assert record["task_id"] == inst.instance_id and record["benchmark"] == "swebench-verified"
         assert set(record["fail_to_pass"]) == {"passed", "failed"} and record["main_agent_turns"] > 0
         # what the cell recorded is the official grading of the patch it submitted
@@ -54,10 +54,11 @@ def test_main_agent_tools_work_inside_an_image(docker_engine):
     from terminus.models import make_policy
     from terminus.sandbox import make_sandbox
 
-    with make_sandbox("docker", None, base_url=docker_engine) as box:
+    spec = SandboxSpec("docker")
+    with make_sandbox(spec, None, base_url=docker_engine) as box:
         setup = box.run("mkdir -p /tmp/app && printf 'total = 1 + 1\\nprint(total)\\n' > /tmp/app/calc.py", 30)
         assert setup.exit_code == 0, setup.output
-        bench = InstanceWorkbench(AtWorkdir(box, "/tmp/app"), "docker", make_policy("scripted"))
+        bench = InstanceWorkbench(AtWorkdir(box, "/tmp/app"), spec, make_policy("scripted"), 10)
         result = MainAgentResult(main_agent="test")
         assert "total = 1 + 1" in bench.call("read_file", {"path": "calc.py"}, result, "p")
         assert bench.call("read_file", {"path": "../etc/passwd"}, result, "p").startswith("error")

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from terminus.cli import app
-from terminus.sandbox import make_sandbox
+from terminus.sandbox import SandboxSpec, make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.swe.benchmarks import load_instances
 from terminus.swe.families import infer_language
@@ -231,13 +231,13 @@ def _hidden_python(tmp_path: Path) -> Path:
 @needs_bwrap
 def test_bwrap_binds_read_only_host_paths(tmp_path):
     python = _hidden_python(tmp_path)
-    with make_sandbox("bwrap", None) as box:
+    with make_sandbox(SandboxSpec("bwrap"), None) as box:
         assert box.run(f"{python} -c 'print(1)'", 30).exit_code == 127  # a private /tmp
-    with make_sandbox("bwrap", None, binds=[str(tmp_path / "env")]) as box:
+    with make_sandbox(SandboxSpec("bwrap", binds=(str(tmp_path / "env"),)), None) as box:
         assert box.run(f"{python} -c 'print(1)'", 30).output.strip() == "1"
         assert box.run(f"touch {tmp_path}/env/x", 30).exit_code != 0  # read-only
     with pytest.raises(Exception, match="does not exist on this machine"):
-        make_sandbox("bwrap", None, binds=[str(tmp_path / "nothing")])
+        make_sandbox(SandboxSpec("bwrap", binds=(str(tmp_path / "nothing"),)), None)
 
 
 @needs_bwrap

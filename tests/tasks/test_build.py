@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from terminus.config import ROOT, ConfigError, load_config
+from terminus.runspec import load_run
 from terminus.tasks.build import assign_splits, build_corpus
 from terminus.tasks.record import load_tasks
 
@@ -32,7 +33,7 @@ def small_config(tmp_path: Path, registry_cache: Path | None = None, **synthetic
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(raw))
-    return load_config(path)
+    return load_run(path)
 
 
 def test_build_is_deterministic_and_splits_by_repository(tmp_path, registry_cache):

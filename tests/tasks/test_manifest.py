@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from terminus.collect.runner import run_episode
-from terminus.config import load_config
 from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy
-from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
+from terminus.runspec import SandboxSpec, load_run
+from terminus.sandbox.docker import HOST_IMAGE
 from terminus.tasks.build import build_corpus
 from terminus.tasks.manifest import ManifestError, load_manifest
 from terminus.tasks.synthetic import generate
@@ -88,14 +88,15 @@ def test_manifest_task_runs_in_its_image(manifest, tmp_path, docker_engine):
             }
         )
     )
-    (task,) = build_corpus(load_config(config_file), tmp_path / "out" / "tasks.jsonl", show_progress=False)
+    (task,) = build_corpus(load_run(config_file), tmp_path / "out" / "tasks.jsonl", show_progress=False)
     assert task.source == "manifest" and task.image == HOST_IMAGE and task.repo == "ledger-service"
     traj = run_episode(
         task,
         tmp_path / "out" / "tasks.jsonl",
         make_policy("scripted"),
-        backend="docker",
-        sandbox_options={"base_url": docker_engine, "binds": HOST_BINDS},
+        sandbox=SandboxSpec("docker"),
+        max_turns=10,
+        engine={"base_url": docker_engine},
     )
     verdict = check(traj.final_answer, task.facts, task.task_type, observations_of(traj.messages))
     assert verdict.recall == 1.0, (verdict.missing, traj.final_answer)  # the pinned (faulty) commit ran

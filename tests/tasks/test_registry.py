@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import pytest
 
+from terminus.runspec import SandboxSpec
 from terminus.tasks.registry import RegistryUnavailable, download, mutants_for
 
 
 def test_mutants_have_junit_ground_truth_identical_over_two_runs(registry_cache, tmp_path):
     runs = [
-        mutants_for("tallyho", "1.0.0", cache=registry_cache, workdir=tmp_path / f"w{i}", count=2, seed=0)
+        mutants_for(
+            "tallyho",
+            "1.0.0",
+            cache=registry_cache,
+            workdir=tmp_path / f"w{i}",
+            count=2,
+            seed=0,
+            sandbox=SandboxSpec(),
+        )
         for i in range(2)
     ]
     for report in runs:
@@ -36,5 +45,13 @@ def test_unreachable_registry_is_reported_not_raised(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_TIMEOUT", "2")
     with pytest.raises(RegistryUnavailable, match=r"pip download no-such-package-terminus==1\.0 failed"):
         download("no-such-package-terminus", "1.0", tmp_path)
-    report = mutants_for("no-such-package-terminus", "1.0", cache=tmp_path, workdir=tmp_path / "w", count=1, seed=0)
+    report = mutants_for(
+        "no-such-package-terminus",
+        "1.0",
+        cache=tmp_path,
+        workdir=tmp_path / "w",
+        count=1,
+        seed=0,
+        sandbox=SandboxSpec(),
+    )
     assert report.status == "unavailable" and "pip download" in report.reason

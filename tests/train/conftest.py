@@ -9,6 +9,7 @@ import pytest
 from builders import synthetic_corpus
 from terminus.collect.collect import collect
 from terminus.models import make_policy
+from terminus.runspec import SandboxSpec
 from terminus.train.data import build_sft_dataset
 
 
@@ -22,7 +23,10 @@ def sft_data(tmp_path_factory) -> tuple[Path, Path]:
         "verbose_lines": 0,
     }
     synthetic_corpus(root, synthetic, {"train": 0.8, "val": 0.2, "test": 0.0})
-    collect(root / "tasks.jsonl", make_policy("scripted"), root / "traj.jsonl", concurrency=2, show_progress=False)
+    collect(
+        root / "tasks.jsonl", make_policy("scripted"), root / "traj.jsonl", sandbox=SandboxSpec(), max_turns=10,
+        concurrency=2, show_progress=False,
+    )  # fmt: skip
     build_sft_dataset(root / "traj.jsonl", root / "tasks.jsonl", root / "sft")
     return root / "tasks.jsonl", root / "sft"
 

@@ -10,8 +10,11 @@ import subprocess
 import pytest
 
 from builders import TERMINUS, cli_args, synthetic_corpus
+from terminus.runspec import SandboxSpec
 from terminus.tasks.record import load_tasks
 from terminus.train.evaluate import held_out as held_out_summary
+
+LOCAL = SandboxSpec("local")
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +74,7 @@ def test_held_out_episodes_are_kept_for_their_model_and_run_again_for_a_model_tr
     out = tmp_path / "held_out_grpo.jsonl"
 
     def run() -> list[dict]:
-        held_out_summary(str(model), held_out, out, max_turns=2, max_new_tokens=8, concurrency=2, backend="local")
+        held_out_summary(str(model), held_out, out, max_turns=2, max_new_tokens=8, concurrency=2, sandbox=LOCAL)
         return [json.loads(line) for line in out.read_text().splitlines()]
 
     first = run()
@@ -94,7 +97,7 @@ def test_train_tasks_add_the_sft_models_figures_on_a_seeded_draw_of_its_training
     metrics = tmp_path / "metrics.jsonl"
     metrics.write_text(json.dumps({"step": 1, "reward": 0.1}) + "\n")
     models = {"sft": str(tiny_model), "grpo": str(tiny_model)}
-    common = {"stamp": stamp({"run": "t"}), "max_turns": 1, "max_new_tokens": 8, "concurrency": 1, "backend": "local"}
+    common = {"stamp": stamp({"run": "t"}), "max_turns": 1, "max_new_tokens": 8, "concurrency": 1, "sandbox": LOCAL}
     out = tmp_path / "a" / "summary.json"
     summary = training_summary(tasks, models, metrics, out, train_tasks=2, **common)
     assert summary["sft"]["train_n"] == 2 and 0 <= summary["sft"]["train_fact_recall"] <= 1

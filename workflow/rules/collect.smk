@@ -6,16 +6,16 @@ rule collect:
     log:
         f"{RUN}/logs/collect.log",
     params:
-        policy=config["collect"]["policy"],
+        policy=lookup(dpath="collect/policy", within=config),
         model=config_flag("collect", "model", "--model"),
         base_url=config_flag("collect", "base_url", "--base-url"),
         key=config_flag("collect", "api_key_env", "--api-key-env"),
-        splits=",".join(config["collect"]["splits"]),
-        max_turns=config["collect"]["max_turns"],
-        concurrency=config["collect"]["concurrency"],
+        splits=",".join(lookup(dpath="collect/splits", within=config)),
+        max_turns=lookup(dpath="collect/max_turns", within=config),
+        concurrency=lookup(dpath="collect/concurrency", within=config),
         limits=endpoint_limits("collect"),
         config=CONFIG_FILE,
-    threads: 4
+    threads: lookup(dpath="collect/concurrency", within=config)  # its episodes at once
     conda:
         ENV
     retries: resubmissions()  # its finished episodes are kept (<output>.part, not an output): a rerun resumes
@@ -67,9 +67,9 @@ rule sft_data:
     log:
         f"{RUN}/logs/sft_data.log",
     params:
-        augment=config["model"]["augment"],
-        decision_copies=config["model"]["decision_copies"],
-        seed=config["seed"],
+        augment=lookup(dpath="model/augment", within=config),
+        decision_copies=lookup(dpath="model/decision_copies", within=config),
+        seed=lookup(dpath="seed", within=config),
     conda:
         ENV
     resources:

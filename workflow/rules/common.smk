@@ -1,4 +1,5 @@
-# Helpers shared by the rules: paths of the run, the config file in use, what the base model is.
+# Helpers shared by the rules: paths of the run, the config file in use, what the base model is. They read the
+# config Snakemake holds, never Snakemake's internals.
 import json
 from pathlib import Path
 
@@ -9,24 +10,20 @@ from terminus.eval.cells import cell_names, cell_needs_gpu, cell_subagent
 RUN = f"results/{config['run']}"
 
 
-def effective_configfile():
-    """The config file the CLI stages read: the last --configfile given, else the default. With `--config key=value`
-    overrides (e.g. `--config seed=1 run=learning-1`), the merged config written to results/<run>/config.yaml
-    (rewritten only when it changes), so that the stages see the overrides too. The CLI validates it the same way,
-    so the rules and the stages always agree."""
-    given = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_configfiles else "configs/config.yaml"
-    if not workflow.config_settings.config:
-        return given
+def merged_configfile() -> str:
+    """The config file the CLI stages read: the workflow's config (the --configfile, the --config overrides such as
+    `--config seed=1 run=learning-1`, the schema's defaults) written to results/<run>/config.yaml, rewritten only
+    when it changes, so that the stages see what the rules see. The CLI validates it the same way."""
     path = Path(RUN) / "config.yaml"
     merged = yaml.safe_dump(json.loads(json.dumps(config)), sort_keys=False)
-    text = f"# {given} with --config {dict(workflow.config_settings.config)}\n{merged}"
+    text = f"# the workflow's config (--configfile and --config merged), as the stages read it\n{merged}"
     if not path.is_file() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return str(path)
 
 
-CONFIG_FILE = effective_configfile()
+CONFIG_FILE = merged_configfile()
 JUDGE_FILES = [config["judge"]["rubric"], config["judge"]["scorer"], config["judge"]["prompts"]]
 NOTEBOOKS = ["corpus", "training", "evaluation", "delegation", "case_study"]
 # One eval job per grid cell (<main>__<sub>__<bench>__<seed>), each with its own resources.

@@ -14,6 +14,7 @@ rule eval_cell:
         config=CONFIG_FILE,
         out=output_parent(0, 2),
         no_llm=no_llm("eval"),
+    threads: lookup(dpath="eval/concurrency", within=config)  # its episodes at once (GPU cells: cpus_per_gpu)
     conda:
         ENV
     retries: resubmissions()  # its finished episodes are kept (<output>.part, not an output): a rerun resumes

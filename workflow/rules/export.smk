@@ -22,7 +22,7 @@ rule export:
     input:
         model=f"{RUN}/models/grpo/final",
         counts=f"{RUN}/sft-data",
-        recipes=[config["model"]["sft_recipe"], config["model"]["grpo_recipe"]],
+        recipes=[lookup(dpath=f"model/{key}", within=config) for key in ("sft_recipe", "grpo_recipe")],
     output:
         directory(f"{RUN}/export"),
     log:
@@ -57,11 +57,11 @@ rule training_summary:
     params:
         base=base_model_param,
         config=CONFIG_FILE,
-        tokens=config["model"]["summary_max_new_tokens"],
-        policy=config["model"]["summary_policy"],
-        concurrency=config["eval"]["concurrency"],
-        train_tasks=config["model"]["summary_train_tasks"],
-    threads: 2
+        tokens=lookup(dpath="model/summary_max_new_tokens", within=config),
+        policy=lookup(dpath="model/summary_policy", within=config),
+        concurrency=lookup(dpath="eval/concurrency", within=config),
+        train_tasks=lookup(dpath="model/summary_train_tasks", within=config),
+    threads: lookup(dpath="eval/concurrency", within=config)  # its episodes at once (slurm: cpus_per_gpu, a GPU job)
     conda:
         ENV
     retries: resubmissions()  # its episodes are kept (training/held_out_*.jsonl, not outputs): a rerun resumes

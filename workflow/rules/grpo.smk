@@ -3,7 +3,7 @@ rule grpo:
         model=f"{RUN}/models/sft-merged",
         tasks=rules.validate_tasks.output.tasks,
         references=rules.validate_tasks.output.expert,
-        recipe=config["model"]["grpo_recipe"],
+        recipe=lookup(dpath="model/grpo_recipe", within=config),
         judge=judge_inputs("grpo"),
     output:
         model=directory(f"{RUN}/models/grpo/final"),
@@ -15,7 +15,7 @@ rule grpo:
     params:
         config=CONFIG_FILE,
         out=output_parent("model"),
-        seed=config["seed"],
+        seed=lookup(dpath="seed", within=config),
     conda:
         ENV
     retries: resubmissions()

@@ -6,9 +6,9 @@ rule tiny_model:
     log:
         f"{RUN}/logs/tiny_model.log",
     params:
-        seed=config["seed"],
-        hidden=config["model"]["tiny"]["hidden_size"],
-        layers=config["model"]["tiny"]["layers"],
+        seed=lookup(dpath="seed", within=config),
+        hidden=lookup(dpath="model/tiny/hidden_size", within=config),
+        layers=lookup(dpath="model/tiny/layers", within=config),
     conda:
         ENV
     resources:
@@ -22,7 +22,7 @@ rule tiny_model:
 rule sft:
     input:
         data=f"{RUN}/sft-data",
-        recipe=config["model"]["sft_recipe"],
+        recipe=lookup(dpath="model/sft_recipe", within=config),
         base=base_model_input(),
     output:
         model=directory(f"{RUN}/models/sft/final"),
@@ -34,7 +34,7 @@ rule sft:
     params:
         base=base_model_param,
         out=output_parent("model"),
-        seed=config["seed"],
+        seed=lookup(dpath="seed", within=config),
     conda:
         ENV
     retries: resubmissions()

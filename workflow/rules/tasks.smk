@@ -1,12 +1,13 @@
 rule tasks:
     input:
         config=CONFIG_FILE,
-        packages=config["tasks"]["registry"]["packages"],
+        packages=lookup(dpath="tasks/registry/packages", within=config),
     output:
         tasks=f"{RUN}/tasks/tasks.jsonl",
         stats=f"{RUN}/tasks/tasks.stats.json",
     log:
         f"{RUN}/logs/tasks.log",
+    threads: lookup(dpath="tasks/swe/concurrency", within=config) if swe_corpus() else 1  # SWE instances at once
     conda:
         ENV
     retries: resubmissions()  # its SWE validation resumes (tasks/swe/*.validation.progress.jsonl.part, not outputs)

@@ -2,7 +2,10 @@
 
 Contract (the paper's): one command per turn through the terminal tool, an explicit timeout on each call, a
 turn limit whose last turn asks for the final answer, and on a timeout the tool is withdrawn, the final
-answer forced, and a note appended for the main agent. The trajectory is saved after every turn.
+answer forced, and a note appended for the main agent. With `run(save_to=FILE)` (`terminus exec --trajectory`)
+the record is written atomically after every turn and once more when the episode ends, however it ends (in a
+`finally`, as mini-swe-agent saves): an interrupted run leaves the turns it finished. The stages keep whole
+episodes instead, in their resumable JSON-lines files as each episode ends (`collect.runner`).
 """
 
 from __future__ import annotations
@@ -63,8 +66,9 @@ class Policy(Protocol):
 
 @dataclass
 class AgentConfig:
-    max_turns: int = 10
-    """Turns (model replies) per episode; the last one is told to answer now."""
+    max_turns: int
+    """Turns (model replies) per episode; the last one is told to answer now (its default: the schema's
+    `collect.max_turns`, given by whoever starts the run)."""
     max_format_errors: int = 3
     """Consecutive unusable replies before the episode ends with `format_error`."""
     max_timeout_ms: int = 600_000
@@ -118,13 +122,13 @@ class ExecutionSubagent:
         self,
         policy: Policy,
         sandbox: Sandbox,
-        config: AgentConfig | None = None,
+        config: AgentConfig,
         on_command: Callable[[str], None] | None = None,
         on_message: Callable[[dict], None] | None = None,
     ) -> None:
         self.policy = policy
         self.sandbox = sandbox
-        self.config = config or AgentConfig()
+        self.config = config
         self.prompts = Prompts(self.config.prompts)
         # on_command hears each command just before it runs (`terminus mcp` turns it into a progress notification)
         self.terminal = Terminal(sandbox, self.config.max_timeout_ms, on_command)
@@ -159,6 +163,13 @@ class ExecutionSubagent:
             self.on_message(message)
         self._consecutive_errors = 0
         try:
+            self._loop()
+        finally:  # however the episode ends (an interrupt too), the saved record has every turn it finished
+            self._save()
+        return self.traj
+
+    def _loop(self) -> None:
+        try:
             while True:
                 self.step()
         except Exit as done:
@@ -177,8 +188,6 @@ class ExecutionSubagent:
             self.traj.policy_retries += int(getattr(err, "retries", 0) or 0)  # a failed call's retries count too
             self.traj.termination = "crash"
             self.traj.error = f"{type(err).__name__}: {err}"
-        self._save()
-        return self.traj
 
     def _limits(self) -> dict:
         return {"max_turns": self.config.max_turns}

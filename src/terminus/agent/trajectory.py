@@ -1,4 +1,5 @@
-"""The trajectory record (contract in docs/ARCHITECTURE.md), written atomically after every turn."""
+"""The trajectory record (contract in docs/ARCHITECTURE.md): what the stages keep of each episode, and what
+`ExecutionSubagent.run(save_to=...)` writes atomically after every turn."""
 
 from __future__ import annotations
 

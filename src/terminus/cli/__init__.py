@@ -3,7 +3,6 @@ and dispatch; each stage's logic lives in its room. They are grouped by stage in
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import typer
 
 from terminus.cli_support import OneLineErrors
 from terminus.errors import set_debug
+from terminus.runspec import RunSpec, SandboxSpec
 from terminus.sandbox import BACKENDS
 from terminus.swe.cli import app as swe_app
 
@@ -43,27 +43,31 @@ def _options(
     set_debug(debug)
 
 
-def _config(path: Path | None) -> dict:
-    from terminus.config import ConfigError, load_config
+def _run(path: Path | None, sandbox: str | None = None) -> RunSpec:
+    """The run's spec, built once per command and handed down: the config (validated, every default filled) and its
+    sandbox (`sandbox`, a --sandbox flag, over the config's backend; the config's image)."""
+    from terminus.config import ConfigError
+    from terminus.runspec import load_run
 
+    _check_backend(sandbox)
     try:
-        cfg = load_config(path)
+        return load_run(path, sandbox)
     except ConfigError as err:
         _fail(str(err))
-    from terminus.sandbox.docker import IMAGE_VAR
-
-    if cfg.get("sandbox_image"):  # every sandbox this process makes (threads and all) takes it from here
-        os.environ[IMAGE_VAR] = cfg["sandbox_image"]
-    return cfg
 
 
-def _sandbox(sandbox: str | None, config: Path | None) -> str | None:
-    """--sandbox when given, else the config's `sandbox` (when --config is given), else the default backend."""
+def _sandbox(sandbox: str | None, config: Path | None) -> SandboxSpec:
+    """--sandbox when given, over the config's `sandbox` and with its `sandbox_image` (when --config is given); else
+    the default backend and image."""
+    if config is None:
+        _check_backend(sandbox)
+        return SandboxSpec(sandbox)
+    return _run(config, sandbox).sandbox
+
+
+def _check_backend(sandbox: str | None) -> None:
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
-    if sandbox or config is None:
-        return sandbox
-    return _config(config).get("sandbox")
 
 
 # The commands, registered on `app` as their modules are imported.

@@ -18,12 +18,14 @@ from terminus.cli_support import (
     COPY_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,
+    TURN_LIMIT,
     copy_cap_bytes,
     copy_cap_option,
     endpoint_options,
     seconds,
 )
 from terminus.config import ROOT
+from terminus.runspec import SandboxSpec
 from terminus.sandbox import SandboxError, default_backend, make_sandbox
 
 DEMO_PROJECT = ROOT / "examples" / "demo-project"
@@ -44,7 +46,7 @@ def run_command(
     if sandbox and sandbox not in BACKENDS:
         _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     try:
-        with make_sandbox(sandbox, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
+        with make_sandbox(SandboxSpec(sandbox), repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
             typer.echo(observation(box.run(command, timeout)))
     except SandboxError as err:
         _fail(str(err))
@@ -53,15 +55,15 @@ def run_command(
 @app.command("demo")
 def demo(sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where installed).")) -> None:
     """Run the Execution Subagent (scripted expert) on the bundled demo project and print what happened."""
-    from terminus.agent.loop import ExecutionSubagent, answer_text
+    from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
     from terminus.models import make_policy
 
     backend = sandbox or default_backend()
     query = "Run the unit tests and tell me what fails and why."
     typer.echo(f"demo project: {DEMO_PROJECT}\nsandbox: {backend}\nmain agent asks: {query}\n")
     try:
-        with make_sandbox(backend, DEMO_PROJECT) as box:
-            traj = ExecutionSubagent(make_policy("scripted"), box).run(query)
+        with make_sandbox(SandboxSpec(backend), DEMO_PROJECT) as box:
+            traj = ExecutionSubagent(make_policy("scripted"), box, AgentConfig(max_turns=TURN_LIMIT)).run(query)
     except SandboxError as err:
         _fail(str(err))
     tool_outputs = [m["content"] for m in traj.messages if m["role"] == "tool"]
@@ -190,10 +192,12 @@ def exec_subagent(
     request_timeout: float = typer.Option(120.0, help=REQUEST_TIMEOUT_HELP, callback=seconds(0.1)),
     max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
-    max_turns: int = typer.Option(10, min=1, help="Turn limit; the last turn must give the final answer."),
+    max_turns: int = typer.Option(TURN_LIMIT, min=1, help="Turn limit; the last turn must give the final answer."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole trajectory record (and its cost) as JSON."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the conversation on stderr as it happens."),
-    trajectory: Path = typer.Option(None, help="Save the trajectory record (JSON) to FILE, after every turn."),
+    trajectory: Path = typer.Option(
+        None, help="Save the trajectory record (JSON) to FILE after every turn, and when the run ends however it ends."
+    ),
     max_tokens: int = typer.Option(None, min=1, help="Stop cleanly once this many model tokens (in + out) are spent."),
     max_cost: float = typer.Option(
         None, min=0.0, help="Stop cleanly once this many dollars are spent (needs a price)."
@@ -250,7 +254,8 @@ def exec_subagent(
     progress = Progress(max_turns) if live else None
     listeners = [f for f in (progress and progress.message, verbose and verbose_printer()) if f]
     try:
-        with make_sandbox(sandbox, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
+        spec = SandboxSpec(sandbox)
+        with make_sandbox(spec, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
             agent = ExecutionSubagent(
                 agent_policy,
                 box,

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import BACKENDS, _config, _fail, _sandbox, app, tasks_app
+from terminus.cli import BACKENDS, _fail, _run, _sandbox, app, tasks_app
 from terminus.cli_support import (
+    EPISODES_AT_ONCE,
     FORCE_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,
     RETRY_FAILED_HELP,
+    TURN_LIMIT,
     endpoint_options,
     outcome_line,
     seconds,
@@ -28,9 +30,9 @@ def tasks_build(
     from terminus.tasks.build import CorpusError, build_corpus, corpus_stats, format_stats
     from terminus.tasks.manifest import ManifestError
 
-    cfg = _config(config)
+    run = _run(config)
     try:
-        tasks = build_corpus(cfg, out, show_progress=not quiet)
+        tasks = build_corpus(run, out, show_progress=not quiet)
     except (CorpusError, ManifestError, ValueError) as err:
         _fail(str(err))
     typer.echo(format_stats(corpus_stats(tasks)))
@@ -43,8 +45,10 @@ def tasks_validate(
     out: Path = typer.Option(..., help="Task file of the tasks whose ground truth the expert reproduces."),
     report: Path = typer.Option(None, help="Report JSON (default: <out>.validation.json)."),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
-    concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
-    config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),
+    concurrency: int = typer.Option(EPISODES_AT_ONCE, min=1, help="Episodes at once."),
+    config: Path = typer.Option(
+        None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox), `collect.max_turns`."
+    ),
     quiet: bool = typer.Option(False, help="No progress bar."),
     force: bool = typer.Option(False, help=FORCE_HELP),
 ) -> None:
@@ -53,10 +57,21 @@ def tasks_validate(
     from terminus.tasks.record import TaskFileError
 
     report = report or out.with_suffix(".validation.json")
-    sandbox = _sandbox(sandbox, config)
+    if config is None:
+        spec, max_turns = _sandbox(sandbox, None), TURN_LIMIT
+    else:
+        run = _run(config, sandbox)
+        spec, max_turns = run.sandbox, run.collect.max_turns  # the teacher's turn limit
     try:
         result = validate_tasks(
-            tasks, out, report, backend=sandbox, concurrency=concurrency, show_progress=not quiet, force=force
+            tasks,
+            out,
+            report,
+            sandbox=spec,
+            max_turns=max_turns,
+            concurrency=concurrency,
+            show_progress=not quiet,
+            force=force,
         )
     except TaskFileError as err:
         _fail(str(err))
@@ -77,8 +92,8 @@ def collect_command(
     splits: str = typer.Option("train,val", help="Comma-separated splits to run."),
     samples: int = typer.Option(1, min=1, help="Episodes per task."),
     sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
-    concurrency: int = typer.Option(4, min=1, help="Episodes at once."),
-    max_turns: int = typer.Option(10, min=2, help="Turn limit per episode."),
+    concurrency: int = typer.Option(EPISODES_AT_ONCE, min=1, help="Episodes at once."),
+    max_turns: int = typer.Option(TURN_LIMIT, min=2, help="Turn limit per episode."),
     config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),
     request_timeout: float = typer.Option(120.0, help=REQUEST_TIMEOUT_HELP, callback=seconds(0.1)),
     max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
@@ -93,7 +108,7 @@ def collect_command(
     from terminus.models.serve import ServeError
     from terminus.tasks.record import TaskFileError
 
-    sandbox = _sandbox(sandbox, config)
+    spec = _sandbox(sandbox, config)
     try:
         key = api_key_from_env(api_key_env, "--api-key-env")
         options = endpoint_options(policy, request_timeout, max_retries, key)
@@ -105,7 +120,7 @@ def collect_command(
                 out,
                 splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
                 samples=samples,
-                backend=sandbox,
+                sandbox=spec,
                 max_turns=max_turns,
                 concurrency=concurrency,
                 show_progress=not quiet,

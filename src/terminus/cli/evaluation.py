@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import _config, _fail, app
+from terminus.cli import _fail, _run, app
 from terminus.cli_support import (
     FORCE_HELP,
     REQUEST_TIMEOUT_HELP,
@@ -16,7 +16,7 @@ from terminus.cli_support import (
     override_endpoint_limits,
     seconds,
 )
-from terminus.judge.setup import judge_from_config
+from terminus.judge.setup import scorer_from_config
 
 
 @app.command("eval")
@@ -40,15 +40,14 @@ def eval_command(
     """Run grid cells (resumable), each with its subagent loaded or served once; without --cell, every cell and
     then per-cell metrics with bootstrap intervals and paired differences."""
     from terminus.collect.provenance import file_sha256
-    from terminus.config import run_dir
     from terminus.eval.cells import CellError
     from terminus.eval.grid import check_models, run_cell, run_grid
     from terminus.io import read_jsonl
-    from terminus.judge.scorer import Scorer, ScorerConfig
     from terminus.tasks.record import TaskFileError, load_tasks
 
-    cfg = override_endpoint_limits(_config(config), "eval", request_timeout, max_retries)
-    out = out or run_dir(cfg) / "eval"
+    run = _run(config)
+    cfg = override_endpoint_limits(run.config, "eval", request_timeout, max_retries)
+    out = out or run.run_dir / "eval"
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
         check_models(cfg["eval"], cell or None)
@@ -57,15 +56,15 @@ def eval_command(
     inputs = {"config_hash": cfg["_hash"], "tasks_sha256": file_sha256(tasks), "no_llm": no_llm}
     resume = {"force": force, "retry_failed": retry_failed, "provenance": inputs}
     refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
-    with judge_from_config(cfg, run_dir(cfg) / "judge" / "cache", no_llm) as judge:
-        scorer = Scorer(tasks=task_map, judge=judge, config=ScorerConfig.load(cfg["judge"]["scorer"]), references=refs)
+    # each execution episode is scored as it ends (per_episode): the single-candidate prompt, never a group
+    with scorer_from_config(cfg, task_map, references=refs, no_llm=no_llm, per_episode=True) as scorer:
         try:
             if cell:
                 for name in cell:
-                    records = run_cell(cfg, tasks, out, scorer, name, show_progress=not quiet, resume=resume)
+                    records = run_cell(run, tasks, out, scorer, name, show_progress=not quiet, resume=resume)
                     typer.echo(f"{len(records)} episodes in {out / 'cells' / (name + '.jsonl')}")
                 return
-            run_grid(cfg, tasks, out, scorer, show_progress=not quiet, resume=resume)
+            run_grid(run, tasks, out, scorer, show_progress=not quiet, resume=resume)
         except ValueError as err:
             _fail(str(err))
     _eval_summary(cfg, out)
@@ -77,10 +76,8 @@ def eval_summary_command(
     out: Path = typer.Option(None, help="Eval folder (default results/<run>/eval) holding cells/."),
 ) -> None:
     """Merge the cells' records into records.jsonl and write summary.csv (per-cell metrics, intervals, pairs)."""
-    from terminus.config import run_dir
-
-    cfg = _config(config)
-    _eval_summary(cfg, out or run_dir(cfg) / "eval")
+    run = _run(config)
+    _eval_summary(run.config, out or run.run_dir / "eval")
 
 
 def _eval_summary(cfg: dict, out: Path) -> None:

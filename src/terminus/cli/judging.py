@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import _config, _fail, app
+from terminus.cli import _fail, _run, app
 from terminus.cli_support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
-from terminus.judge.setup import judge_from_config
+from terminus.judge.setup import judge_from_config, scorer_from_config
 
 
 @app.command("judge")
@@ -26,21 +26,17 @@ def judge_command(
     max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
 ) -> None:
     """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""
-    from terminus.config import run_dir
     from terminus.io import read_jsonl, write_jsonl_atomic
-    from terminus.judge.scorer import Scorer, ScorerConfig, ScorerConfigError
     from terminus.tasks.record import TaskFileError, load_tasks
 
-    cfg = override_endpoint_limits(_config(config), "judge", request_timeout, max_retries)
+    cfg = override_endpoint_limits(_run(config).config, "judge", request_timeout, max_retries)
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
         records = read_jsonl(trajectories)
         refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
-        scorer_cfg = ScorerConfig.load(cfg["judge"]["scorer"])
-    except (TaskFileError, FileNotFoundError, ScorerConfigError) as err:
+    except (TaskFileError, FileNotFoundError) as err:
         _fail(str(err))
-    with judge_from_config(cfg, run_dir(cfg) / "judge" / "cache", no_llm) as judge:
-        scorer = Scorer(tasks=task_map, judge=judge, config=scorer_cfg, references=refs, group=cfg["judge"]["group"])
+    with scorer_from_config(cfg, task_map, references=refs, no_llm=no_llm) as scorer:
         try:
             verdicts = scorer.score(records)
         except KeyError as err:
@@ -59,13 +55,14 @@ def judge_validity(
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
 ) -> None:
     """How often each scorer ranks a correct episode above a corrupted copy; LLM judge vs fact checker."""
-    from terminus.config import run_dir, stamp
+    from terminus.config import stamp
     from terminus.io import read_jsonl, write_json_atomic
     from terminus.judge.validity import validity_report
     from terminus.tasks.record import TaskFileError, load_tasks
 
-    cfg = _config(config)
-    out = out or run_dir(cfg) / "judge" / "validity.json"
+    run = _run(config)
+    cfg = run.config
+    out = out or run.run_dir / "judge" / "validity.json"
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
         records = [r for r in read_jsonl(trajectories) if r.get("task_id") in task_map]
@@ -81,7 +78,7 @@ def judge_validity(
         )
     elif not judge_cfg.get("endpoint"):
         note = "No LLM judge configured (judge.endpoint and judge.serve are null): fact checker only."
-    with judge_from_config(cfg, run_dir(cfg) / "judge" / "cache") as judge:
+    with judge_from_config(cfg) as judge:
         report = validity_report(
             records, task_map, judge, llm_pairs=judge_cfg["validity_llm_pairs"], seed=cfg.get("seed", 0), note=note
         )

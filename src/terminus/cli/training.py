@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import BACKENDS, _config, _fail, _sandbox, app
+from terminus.cli import BACKENDS, _fail, _run, app
+from terminus.cli_support import TURN_LIMIT
 
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
@@ -72,10 +73,14 @@ def training_summary_command(
     grpo: str = typer.Option(..., help="GRPO model folder."),
     grpo_metrics: Path = typer.Option(..., help="GRPO's metrics.jsonl."),
     out: Path = typer.Option(..., help="summary.json to write."),
-    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (for the stamp)."),
-    max_turns: int = typer.Option(10, help="Turn limit, as at inference."),
+    config: Path = typer.Option(
+        Path("configs/config.yaml"), help="Experiment config: the stamp, sandbox, sandbox_image, eval.concurrency."
+    ),
+    max_turns: int = typer.Option(TURN_LIMIT, help="Turn limit, as at inference."),
     max_new_tokens: int = typer.Option(256, help="Tokens per turn."),
-    concurrency: int = typer.Option(2, min=1, help="Episodes at once (batched together through each model)."),
+    concurrency: int = typer.Option(
+        None, min=1, help="Episodes at once (batched together through each model). Default: the config's eval's."
+    ),
     policy: str = typer.Option(
         "transformers", help="How each model generates: transformers (in this process) or vllm (served, batched)."
     ),
@@ -90,18 +95,17 @@ def training_summary_command(
 
     if policy not in ("transformers", "vllm"):
         _fail(f"--policy {policy}: choose transformers or vllm")
-    cfg = _config(config)
-    backend = _sandbox(sandbox, config)
+    run = _run(config, sandbox)
     result = training_summary(
         tasks,
         {"base": base, "sft": sft, "grpo": grpo},
         grpo_metrics,
         out,
-        stamp=stamp(cfg),
+        stamp=stamp(run.config),
+        sandbox=run.sandbox,
         max_turns=max_turns,
         max_new_tokens=max_new_tokens,
-        concurrency=concurrency,
-        backend=backend,
+        concurrency=concurrency or run.eval.concurrency,
         policy=policy,
         train_tasks=train_tasks,
     )

@@ -31,6 +31,7 @@ from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.agent.trajectory import Trajectory
 from terminus.collect import provenance as prov
 from terminus.io import write_jsonl_atomic
+from terminus.runspec import SandboxSpec
 from terminus.sandbox import make_sandbox
 from terminus.tasks.record import Task, TaskFileError
 
@@ -42,18 +43,16 @@ def run_episode(
     tasks_file: Path,
     policy,
     *,
-    backend: str | None = None,
-    max_turns: int = 10,
+    sandbox: SandboxSpec,
+    max_turns: int,
     trajectory_id: str | None = None,
     query: str | None = None,
     parent_id: str | None = None,
-    sandbox_options: dict | None = None,
+    engine: dict | None = None,
 ) -> Trajectory:
-    """One subagent episode on a task's snapshot; manifest tasks run their setup first, in their image."""
-    options = dict(sandbox_options or {})
-    if task.image and backend in ("docker", "apptainer"):
-        options["image"] = task.image
-    with make_sandbox(backend, task.workspace_path(tasks_file), **options) as box:
+    """One subagent episode on a task's snapshot, in the run's sandbox; manifest tasks run their setup first, in
+    their own image. `engine`: make_sandbox's engine options (docker's base_url)."""
+    with make_sandbox(sandbox.for_task(task.image), task.workspace_path(tasks_file), **(engine or {})) as box:
         for command in task.setup:
             result = box.run(command, 1800)
             if result.exit_code != 0:
@@ -217,7 +216,7 @@ async def _gather(jobs: list[tuple[str, Callable[[], dict]]], store: ResumableJs
 def run_jobs(
     jobs: list[tuple[str, Callable[[], dict]]],
     out: Path,
-    concurrency: int = 4,
+    concurrency: int,
     show_progress: bool = True,
     label: str = "episodes",
     key: str = "id",

@@ -13,11 +13,12 @@ from terminus.collect.runner import check_workspaces, run_episode, run_jobs
 from terminus.io import drop_report, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.models.scripted import ScriptedPolicy
+from terminus.runspec import SandboxSpec
 from terminus.tasks.record import Task, load_tasks, write_tasks
 
 
-def _episode(task: Task, tasks_file: Path, backend: str | None) -> dict:
-    return run_episode(task, tasks_file, ScriptedPolicy(), backend=backend).to_dict()
+def _episode(task: Task, tasks_file: Path, sandbox: SandboxSpec, max_turns: int) -> dict:
+    return run_episode(task, tasks_file, ScriptedPolicy(), sandbox=sandbox, max_turns=max_turns).to_dict()
 
 
 def validate_tasks(
@@ -25,8 +26,9 @@ def validate_tasks(
     out: Path,
     report_path: Path,
     *,
-    backend: str | None = None,
-    concurrency: int = 4,
+    sandbox: SandboxSpec,
+    max_turns: int,
+    concurrency: int,
     show_progress: bool = True,
     force: bool = False,
 ) -> dict:
@@ -34,7 +36,7 @@ def validate_tasks(
     tasks = load_tasks(tasks_file)
     check_workspaces(tasks, tasks_file)
     trajectories = report_path.with_name(report_path.stem + ".trajectories.jsonl")
-    jobs = [(t.id, partial(_episode, t, tasks_file, backend)) for t in tasks]
+    jobs = [(t.id, partial(_episode, t, tasks_file, sandbox, max_turns)) for t in tasks]
     inputs = {"policy": "scripted", "tasks_sha256": file_sha256(tasks_file)}
     records = {
         r["id"]: r

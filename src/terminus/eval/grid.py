@@ -29,10 +29,11 @@ from terminus.eval.cells import cell_names, find_cell
 from terminus.eval.metrics import rerun_rate
 from terminus.eval.swe_cells import is_swe, swe_episode, swe_instances, write_cell_predictions
 from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent, test_command
-from terminus.mainagent.harness import SUBAGENT_TURNS, run_main_agent
+from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.reader import ReaderMainAgent
 from terminus.mainagent.tokens import TokenCounter
 from terminus.models.openai_compat import api_key_from_env, endpoint_limits
+from terminus.runspec import RunSpec, SandboxSpec
 from terminus.sandbox import make_sandbox
 from terminus.tasks.record import Task, load_tasks
 
@@ -49,9 +50,9 @@ def main_brain(spec: dict):
     return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key, **endpoint_limits(spec))
 
 
-def verify(task: Task, tree: Path, backend: str | None) -> bool:
+def verify(task: Task, tree: Path, sandbox: SandboxSpec) -> bool:
     """The task's tests pass on the edited tree, in a fresh sandbox."""
-    with make_sandbox(backend, tree) as box:
+    with make_sandbox(sandbox, tree) as box:
         result = box.run(test_command(task), 600)
     return result.exit_code == 0 and not result.timed_out
 
@@ -62,7 +63,7 @@ def repair_episode(
     main: dict,
     sub: dict,
     seed: int,
-    backend: str | None,
+    sandbox: SandboxSpec,
     stamp: dict,
     tokenizer: str,
     policy,
@@ -76,13 +77,13 @@ def repair_episode(
         brain,
         task,
         tasks_file,
+        sandbox=sandbox,
         subagent_policy=policy,
-        backend=backend,
+        subagent_turns=sub["tool_call_limit"],
         counter=TokenCounter(tokenizer),
         episode_id=key,
-        subagent_turns=sub.get("tool_call_limit", SUBAGENT_TURNS),
     )
-    resolved = verify(task, tree, backend) if result.error is None else False
+    resolved = verify(task, tree, sandbox) if result.error is None else False
     shutil.rmtree(tree.parent, ignore_errors=True)
     return main_agent_record(key, main, sub, "repair", seed, task.id, task.language, task.source, result) | {
         "resolved": float(resolved),
@@ -127,12 +128,12 @@ def main_agent_record(
 
 
 def execution_episode(
-    task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None, stamp: dict, scorer, policy
+    task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, sandbox: SandboxSpec, stamp: dict, scorer, policy
 ) -> dict:
     start = time.perf_counter()
     key = record_key(main["name"], sub["name"], "execution", seed, task.id)
-    turns = sub.get("tool_call_limit", SUBAGENT_TURNS)
-    traj = run_episode(task, tasks_file, policy, backend=backend, max_turns=turns, trajectory_id=key).to_dict()
+    turns = sub["tool_call_limit"]
+    traj = run_episode(task, tasks_file, policy, sandbox=sandbox, max_turns=turns, trajectory_id=key).to_dict()
     verdict = scorer.score([traj])[0]
     return {
         "schema": SCHEMA,
@@ -227,7 +228,7 @@ def served_subagent(spec: dict, log_dir: Path) -> Iterator:
 
 
 def run_cell(
-    config: dict,
+    run: RunSpec,
     tasks_file: Path,
     out_dir: Path,
     scorer,
@@ -236,10 +237,11 @@ def run_cell(
     show_progress: bool = True,
     resume: dict | None = None,
 ) -> list:
-    """One cell's episodes (resumable) into `<out_dir>/cells/<name>.jsonl`; its subagent is made once.
-    `resume`: run_jobs's provenance, force and retry_failed (a rerun with other inputs is refused)."""
+    """One cell's episodes (resumable) into `<out_dir>/cells/<name>.jsonl`, in the run's sandbox; its subagent is
+    made once. `resume`: run_jobs's provenance, force and retry_failed (a rerun with other inputs is refused)."""
     from terminus.config import stamp as make_stamp
 
+    config, sandbox = run.config, run.sandbox
     eval_cfg = config["eval"]
     main, sub, bench, seed = find_cell(eval_cfg, name)
     if is_swe(bench):  # SWE-family cells bring their own instances; the others run the task file's split
@@ -261,20 +263,19 @@ def run_cell(
     if resume and resume.get("provenance") is not None and sub.get("model"):
         # the subagent's model is an input too: a cell rerun after its model was trained again starts afresh
         resume = resume | {"provenance": resume["provenance"] | {"subagent_model": model_stamp(sub["model"])}}
-    backend, tokenizer = config.get("sandbox"), eval_cfg["tokenizer"]
-    timeout = (eval_cfg.get("swe") or {}).get("timeout_s", 1800)
+    tokenizer, timeout = eval_cfg["tokenizer"], eval_cfg["swe"]["timeout_s"]
     with served_subagent(sub, out_dir / "logs") as policy:
         jobs = []
         for item in work:
             if is_swe(bench):
                 item_id = item.instance_id
-                job = partial(swe_episode, item, main, sub, bench, seed, backend, stamp, tokenizer, policy, timeout)
+                job = partial(swe_episode, item, main, sub, bench, seed, sandbox, stamp, tokenizer, policy, timeout)
             elif bench == "repair":
                 item_id = item.id
-                job = partial(repair_episode, item, tasks_file, main, sub, seed, backend, stamp, tokenizer, policy)
+                job = partial(repair_episode, item, tasks_file, main, sub, seed, sandbox, stamp, tokenizer, policy)
             else:
                 item_id = item.id
-                job = partial(execution_episode, item, tasks_file, main, sub, seed, backend, stamp, scorer, policy)
+                job = partial(execution_episode, item, tasks_file, main, sub, seed, sandbox, stamp, scorer, policy)
             jobs.append((record_key(main["name"], sub["name"], bench, seed, item_id), job))
         out = out_dir / "cells" / f"{name}.jsonl"
         records = run_jobs(jobs, out, eval_cfg["concurrency"], show_progress, name, key="key", **(resume or {}))
@@ -284,7 +285,7 @@ def run_cell(
 
 
 def run_grid(
-    config: dict,
+    run: RunSpec,
     tasks_file: Path,
     out_dir: Path,
     scorer,
@@ -294,9 +295,9 @@ def run_grid(
     resume: dict | None = None,
 ) -> list[dict]:
     """The named cells (default: all), one after another, then `records.jsonl` of every cell file present."""
-    for name in names or cell_names(config["eval"]):
-        run_cell(config, tasks_file, out_dir, scorer, name, show_progress=show_progress, resume=resume)
-    return merge_cells(config, out_dir)
+    for name in names or cell_names(run.config["eval"]):
+        run_cell(run, tasks_file, out_dir, scorer, name, show_progress=show_progress, resume=resume)
+    return merge_cells(run.config, out_dir)
 
 
 def merge_cells(config: dict, out_dir: Path) -> list[dict]:

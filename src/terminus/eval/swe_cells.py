@@ -33,14 +33,14 @@ def swe_episode(
     sub: dict,
     bench: str,
     seed: int,
-    backend: str | None,
+    sandbox,
     stamp: dict,
     tokenizer: str,
     policy,
     timeout_s: float,
 ) -> dict:
     from terminus.eval.grid import main_agent_record, main_brain, record_key
-    from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, SUBAGENT_TURNS, MainAgentLoop, Workbench
+    from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, MainAgentLoop, Workbench
     from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
     from terminus.mainagent.tokens import TokenCounter
     from terminus.sandbox import Limits
@@ -49,19 +49,20 @@ def swe_episode(
     start = time.perf_counter()
     key = record_key(main["name"], sub["name"], bench, seed, inst.instance_id)
     limits = Limits(output_head_bytes=MAIN_OUTPUT_CHARS // 2, output_tail_bytes=MAIN_OUTPUT_CHARS // 2)
-    turns = sub.get("tool_call_limit", SUBAGENT_TURNS)
+    turns = sub["tool_call_limit"]
     patch, error = "", None
-    with instance_sandbox(inst, backend, limits=limits, for_agent=True) as (box, workdir):
+    # the instance brings its environment (an image, or a local repository): the run's sandbox gives the backend
+    with instance_sandbox(inst, sandbox.backend, limits=limits, for_agent=True) as (box, workdir):
         if inst.repo_path:  # a local repository: the workspace is the checkout, tools work on the host copy
-            bench_tools = Workbench(box, backend, policy, turns)
+            bench_tools = Workbench(box, sandbox, policy, turns)
         else:  # an image: the repository is at the image's path; tools and subagent use the container itself
-            bench_tools = InstanceWorkbench(AtWorkdir(box, inst.workdir or "/"), backend, policy, turns)
+            bench_tools = InstanceWorkbench(AtWorkdir(box, inst.workdir or "/"), sandbox, policy, turns)
         result = MainAgentLoop(main_brain(main), TokenCounter(tokenizer)).run(bench_tools, inst.problem_statement, key)
         try:
             patch = patch_from_sandbox(box, inst, workdir)
         except Exception as err:  # an unreadable tree is an unresolved instance, recorded
             error = f"{type(err).__name__}: {err}"
-    grade = grade_patch(inst, patch, backend, timeout_s=timeout_s)
+    grade = grade_patch(inst, patch, sandbox.backend, timeout_s=timeout_s)
     report = grade.report()
     record = main_agent_record(key, main, sub, bench, seed, inst.instance_id, inst.language, inst.family, result)
     return record | {

@@ -25,6 +25,7 @@ from terminus.config import ROOT
 from terminus.errors import TerminusError, debug_enabled
 from terminus.mainagent.submit import tree_diff
 from terminus.mainagent.tokens import TokenCounter
+from terminus.runspec import SandboxSpec
 from terminus.sandbox import Limits, OutsideWorkspaceError, SandboxError, make_sandbox
 from terminus.sandbox.copying import copy_repository
 from terminus.sandbox.tmproot import run_root
@@ -32,7 +33,6 @@ from terminus.timing import normalise_timing
 
 log = logging.getLogger(__name__)
 
-SUBAGENT_TURNS = 10  # the subagent's tool-call limit: the paper's 10 (VS Code's setting defaults to 5)
 LISTING_LINES = 400  # what the read tool shows of a folder
 MAIN_OUTPUT_CHARS = 30_000  # what a coding agent's terminal keeps of one command's output (head and tail)
 READ_TOOL = {
@@ -118,11 +118,12 @@ class MainAgentResult:
 
 
 class Workbench:
-    """The main agent's tools over one sandbox; the subagent gets a fresh sandbox over the current files."""
+    """The main agent's tools over one sandbox; the subagent gets a fresh sandbox (of `sandbox`) over the current
+    files, and `subagent_turns` turns a call (eval's `tool_call_limit`)."""
 
-    def __init__(self, box, backend: str | None, subagent_policy=None, subagent_turns: int = SUBAGENT_TURNS) -> None:
+    def __init__(self, box, sandbox: SandboxSpec, subagent_policy, subagent_turns: int) -> None:
         self.box = box
-        self.backend = backend
+        self.sandbox = sandbox
         self.subagent_policy = subagent_policy
         self.subagent_turns = subagent_turns
 
@@ -205,7 +206,7 @@ class Workbench:
 
     def subagent_box(self):
         """A fresh sandbox over the repository's current files (the main agent's edits included)."""
-        return make_sandbox(self.backend, Path(self.box.workspace))
+        return make_sandbox(self.sandbox, Path(self.box.workspace))
 
 
 def listing(paths: list[str], limit: int = LISTING_LINES) -> str:
@@ -292,12 +293,12 @@ def run_main_agent(
     task,
     tasks_file: Path,
     *,
-    subagent_policy=None,
-    backend: str | None = None,
+    sandbox: SandboxSpec,
+    subagent_policy,
+    subagent_turns: int,
     counter: TokenCounter | None = None,
     max_turns: int = MAIN_TURNS,
     episode_id: str = "",
-    subagent_turns: int = SUBAGENT_TURNS,
 ) -> tuple[MainAgentResult, Path]:
     """Run one main-agent episode on a copy of the task's repository; returns the result and the edited tree."""
     import tempfile
@@ -306,8 +307,8 @@ def run_main_agent(
     limits = Limits(output_head_bytes=MAIN_OUTPUT_CHARS // 2, output_tail_bytes=MAIN_OUTPUT_CHARS // 2)
     keep = Path(tempfile.mkdtemp(prefix="main-", dir=run_root()))  # under the run's root: kill -9 cleans up too
     start = time.perf_counter()
-    with make_sandbox(backend, task.workspace_path(tasks_file), limits=limits) as box:
-        bench = Workbench(box, backend, subagent_policy, subagent_turns)
+    with make_sandbox(sandbox, task.workspace_path(tasks_file), limits=limits) as box:
+        bench = Workbench(box, sandbox, subagent_policy, subagent_turns)
         brain.prepare(task) if hasattr(brain, "prepare") else None
         result = MainAgentLoop(brain, counter, max_turns).run(bench, task_description(task), episode_id)
         # The sandbox wrote this tree: links are copied as links and special files (a FIFO would block the copy)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from terminus.runspec import SandboxSpec
 from terminus.sandbox.base import CommandResult, Limits, Sandbox
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.sandbox.errors import OutsideWorkspaceError, SandboxError
@@ -19,40 +20,42 @@ def default_backend() -> str:
 
 
 def make_sandbox(
-    backend: str | None,
+    spec: SandboxSpec,
     source: Path | None = None,
     limits: Limits | None = None,
     network: bool = False,
     copy: str = "git",
     max_copy_bytes: int | None = None,
-    **options,
+    **engine,
 ) -> Sandbox:
-    """Create a sandbox of the named backend over a copy of `source`.
+    """Create a sandbox of `spec` (backend, image, binds: `terminus.runspec.SandboxSpec`) over a copy of `source`.
 
     `copy` is how the repository is copied (`git`: the files git sees; `all`: every file; see `copying`).
     `max_copy_bytes` caps a folder copied whole (not a git work tree, or `all`): over it, CopyTooLargeError (a
     SandboxError) and nothing is copied; None (the default, for terminus's own task snapshots): no cap.
-    `options` are backend-specific: `image` (docker, apptainer), `base_url` (docker), `binds` (docker, and bwrap's
-    read-only host paths: `PATH` or `HOST:INSIDE[:ro]`).
+    `engine`: docker's `base_url` (the Docker engine to use).
     """
-    backend = backend or default_backend()
+    backend = spec.backend or default_backend()
+    binds = list(spec.binds) or None
+    sizes = {"copy": copy, "max_copy_bytes": max_copy_bytes}
     if backend == "local":
         from terminus.sandbox.local import LocalSandbox
 
-        return LocalSandbox(source, limits, network, copy=copy, max_copy_bytes=max_copy_bytes)
+        return LocalSandbox(source, limits, network, **sizes)
     if backend == "bwrap":
         from terminus.sandbox.bwrap import BwrapSandbox
 
-        binds = options.get("binds")
-        return BwrapSandbox(source, limits, network, copy=copy, max_copy_bytes=max_copy_bytes, binds=binds)
+        return BwrapSandbox(source, limits, network, binds=binds, **sizes)
     if backend == "docker":
         from terminus.sandbox.docker import DockerSandbox
 
-        return DockerSandbox(source, limits, network, copy=copy, max_copy_bytes=max_copy_bytes, **options)
+        return DockerSandbox(source, limits, network, image=spec.image, binds=binds, **sizes, **engine)
     if backend == "apptainer":
         from terminus.sandbox.apptainer import ApptainerSandbox
 
-        return ApptainerSandbox(source, limits, network, copy=copy, max_copy_bytes=max_copy_bytes, **options)
+        if binds:
+            raise SandboxError(f"the apptainer sandbox takes no extra binds here (given {', '.join(binds)})")
+        return ApptainerSandbox(source, limits, network, image=spec.image, **sizes)
     raise SandboxError(f"unknown sandbox backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
@@ -63,6 +66,7 @@ __all__ = [
     "OutsideWorkspaceError",
     "Sandbox",
     "SandboxError",
+    "SandboxSpec",
     "default_backend",
     "make_sandbox",
 ]

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import typer
 
+from terminus.config import schema_default
 from terminus.sandbox import BACKENDS
+
+# Instances at once: the corpus stage's SWE validation setting, the one home of that default.
+INSTANCES_AT_ONCE = schema_default("tasks", "swe", "concurrency")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -104,7 +108,7 @@ def grade_command(
     split: str = typer.Option(None, help="Split of a hub dataset (default: the benchmark's, else test)."),
     benchmark: str = typer.Option(None, help="configs/benchmarks/<name>.yaml: images, test commands, parsers."),
     instance_ids: str = typer.Option(None, help="Comma-separated ids to grade (default: every predicted one)."),
-    concurrency: int = typer.Option(2, min=1, help="Instances at once."),
+    concurrency: int = typer.Option(INSTANCES_AT_ONCE, min=1, help="Instances at once."),
     docker_url: str = typer.Option(None, help="Docker engine URL (default: DOCKER_HOST or the default socket)."),
     logs: Path = typer.Option(
         None, help="Folder for each instance's test log (<id>.log; index.json maps ids to files when they differ)."
@@ -170,7 +174,7 @@ def validate_command(
     split: str = typer.Option(None, help="Split of a hub dataset."),
     benchmark: str = typer.Option(None, help="configs/benchmarks/<name>.yaml."),
     instance_ids: str = typer.Option(None, help="Comma-separated ids (default: all)."),
-    concurrency: int = typer.Option(2, min=1, help="Instances at once."),
+    concurrency: int = typer.Option(INSTANCES_AT_ONCE, min=1, help="Instances at once."),
     docker_url: str = typer.Option(None, help="Docker engine URL."),
     bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:

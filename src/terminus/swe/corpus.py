@@ -238,13 +238,13 @@ def build_swe_corpus(
     base_dir = Path(source).resolve().parent if Path(source).is_file() else None
     instances = instances_from_rows(chosen, cfg, base_dir)
     report: dict = {"instances": len(instances), "kept": len(instances), "dropped": 0, "observed": {}}
-    if swe_cfg.get("validate", True):
+    if swe_cfg["validate"]:
         # the progress file keeps each instance's outcome through a kill (a job cut off at its time limit)
         instances, report = validate_instances(
             instances,
             backend,
             options=options,
-            concurrency=swe_cfg.get("concurrency", 2),
+            concurrency=swe_cfg["concurrency"],
             progress=out.with_suffix(".validation.progress.jsonl"),
         )
     write_text_atomic(out.with_suffix(".validation.json"), json.dumps(report, indent=1, default=str) + "\n")

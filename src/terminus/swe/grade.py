@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from terminus.errors import TerminusError
-from terminus.sandbox import Limits, Sandbox, SandboxError, hostfs, make_sandbox
+from terminus.sandbox import Limits, Sandbox, SandboxError, SandboxSpec, hostfs, make_sandbox
 from terminus.sandbox.output import normalise
 from terminus.sandbox.tmproot import run_root
 from terminus.swe.parsers import PASSING, normalise_test_id, parse_log
@@ -146,12 +146,13 @@ def instance_sandbox(
     """A sandbox over the instance at its base commit, and the shell expression of its repository folder.
     `for_agent`: a local repository's later history is removed (what the main agent works in)."""
     options = sandbox_options(inst, backend, options)
+    spec = SandboxSpec(backend, options.pop("image", None), tuple(options.pop("binds", None) or ()))
     if inst.repo_path:
         # Under this process's run root, so that the next terminus process removes it if this one is killed.
         scratch = Path(tempfile.mkdtemp(prefix="terminus-swe-", dir=run_root()))
         try:
             source = checkout(inst.repo_path, inst.base_commit, scratch / "repo", hide_future=for_agent)
-            with make_sandbox(backend, source, limits or LIMITS, **options) as box:
+            with make_sandbox(spec, source, limits or LIMITS, **options) as box:
                 yield box, '"$TERMINUS_WORKSPACE"'
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -161,7 +162,7 @@ def instance_sandbox(
                 f"{inst.instance_id} runs in image {inst.image}: use --sandbox docker or apptainer "
                 "(local and bwrap need a row with repo_path)"
             )
-        with make_sandbox(backend, None, limits or LIMITS, **options) as box:
+        with make_sandbox(spec, None, limits or LIMITS, **options) as box:
             yield box, shlex.quote(inst.workdir or "/")
 
 

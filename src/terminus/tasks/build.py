@@ -20,6 +20,7 @@ import yaml
 
 from terminus.errors import TerminusError
 from terminus.io import write_jsonl_atomic
+from terminus.runspec import RunSpec, SandboxSpec, load_run
 from terminus.tasks import manifest as manifests
 from terminus.tasks import registry, synthetic
 from terminus.tasks.queries import make_query, paraphrase
@@ -115,7 +116,7 @@ def _synthetic(cfg: dict, seed: int, repos_dir: Path, progress) -> list[Task]:
     return tasks
 
 
-def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, backend: str | None) -> list[Task]:
+def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, sandbox: SandboxSpec) -> list[Task]:
     path = Path(cfg["packages"])
     if not path.is_file():
         raise CorpusError(f"tasks.registry.packages: {path} does not exist")
@@ -142,7 +143,7 @@ def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, bac
             count=cfg["mutants_per_package"],
             seed=seed,
             max_tries=cfg["max_tries"],
-            backend=backend,
+            sandbox=sandbox,
         )
         report[name] = {
             "status": result.status,
@@ -223,8 +224,10 @@ def _swe(swe: dict, out: Path, seed: int, backend: str | None, report: dict) -> 
     return tasks
 
 
-def build_corpus(config: dict, out: Path, show_progress: bool = True) -> list[Task]:
-    cfg, seed = config["tasks"], config.get("seed", 0)
+def build_corpus(run: RunSpec, out: Path, show_progress: bool = True) -> list[Task]:
+    """The corpus of the run's `tasks` section; registry baselines and SWE validation run in the run's sandbox."""
+    config = run.config
+    cfg, seed = config["tasks"], config["seed"]
     out = Path(out)
     repos_dir = out.parent / "repos"
     repos_dir.mkdir(parents=True, exist_ok=True)
@@ -246,10 +249,10 @@ def build_corpus(config: dict, out: Path, show_progress: bool = True) -> list[Ta
         if syn.get("enabled"):
             tasks += _synthetic(syn, seed, repos_dir, step)
         if reg.get("enabled"):
-            tasks += _registry(reg, seed, repos_dir, step, report, config.get("sandbox"))
+            tasks += _registry(reg, seed, repos_dir, step, report, run.sandbox)
         tasks += _manifests(cfg.get("manifests") or [], repos_dir)
         if (cfg.get("swe") or {}).get("enabled"):
-            tasks += _swe(cfg["swe"], out, seed, config.get("sandbox"), report)
+            tasks += _swe(cfg["swe"], out, seed, run.sandbox.backend, report)
     if not tasks:
         raise CorpusError("the config enables no source that gives tasks")
     splits = assign_splits([t.repo for t in tasks], cfg["splits"], seed)
@@ -311,7 +314,6 @@ def small_corpus(
 ) -> Path:
     """A synthetic-only corpus under `root` (its config.yaml, tasks.jsonl and repos/), built through the same path
     as a run's: what benchmarks and checks run on. Returns the task file."""
-    from terminus.config import load_config
 
     root = Path(root)
     raw = {
@@ -323,5 +325,5 @@ def small_corpus(
         },
     }
     (root / "config.yaml").write_text(yaml.safe_dump(raw))
-    build_corpus(load_config(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
+    build_corpus(load_run(root / "config.yaml"), root / "tasks.jsonl", show_progress=False)
     return root / "tasks.jsonl"

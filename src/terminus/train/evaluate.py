@@ -19,11 +19,12 @@ from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.collect.runner import run_episode, run_jobs
 from terminus.io import write_json_atomic
 from terminus.judge.facts import check, observations_of
+from terminus.runspec import SandboxSpec
 from terminus.tasks.record import Task, load_tasks
 
 
-def _episode(task: Task, tasks_file: Path, policy, max_turns: int, backend) -> dict:
-    return run_episode(task, tasks_file, policy, backend=backend, max_turns=max_turns).to_dict()
+def _episode(task: Task, tasks_file: Path, policy, max_turns: int, sandbox: SandboxSpec) -> dict:
+    return run_episode(task, tasks_file, policy, sandbox=sandbox, max_turns=max_turns).to_dict()
 
 
 def held_out(
@@ -31,11 +32,11 @@ def held_out(
     tasks_file: Path,
     out: Path,
     *,
+    sandbox: SandboxSpec,
+    max_turns: int,
+    concurrency: int,
     split: str = "test",
-    max_turns: int = 10,
     max_new_tokens: int = 256,
-    concurrency: int = 2,
-    backend: str | None = None,
     policy: str = "transformers",
     name: str | None = None,
     limit: int | None = None,
@@ -57,7 +58,7 @@ def held_out(
     # made once, shared by the episodes (a served model only while its own episodes run)
     logs = out.parent / "logs"
     with shared_policy(policy, model, served_name=name, log_dir=logs, max_new_tokens=max_new_tokens) as shared:
-        jobs = [(i, partial(_episode, t, tasks_file, shared, max_turns, backend)) for i, t in sorted(tasks.items())]
+        jobs = [(i, partial(_episode, t, tasks_file, shared, max_turns, sandbox)) for i, t in sorted(tasks.items())]
         # keyed by its inputs: episodes of another model (trained again since) or task file are not this summary's;
         # the file is progress, not an output, so a finished one of other inputs is replaced rather than refused
         inputs = {
@@ -93,10 +94,10 @@ def training_summary(
     out: Path,
     *,
     stamp: dict,
-    max_turns: int = 10,
+    sandbox: SandboxSpec,
+    max_turns: int,
+    concurrency: int,
     max_new_tokens: int = 256,
-    concurrency: int = 2,
-    backend: str | None = None,
     policy: str = "transformers",
     train_tasks: int = 0,
 ) -> dict:
@@ -112,7 +113,7 @@ def training_summary(
             max_turns=max_turns,
             max_new_tokens=max_new_tokens,
             concurrency=concurrency,
-            backend=backend,
+            sandbox=sandbox,
             policy=policy,
             name=name,
         )
@@ -126,7 +127,7 @@ def training_summary(
             max_turns=max_turns,
             max_new_tokens=max_new_tokens,
             concurrency=concurrency,
-            backend=backend,
+            sandbox=sandbox,
             policy=policy,
             name="sft",
         )

@@ -34,8 +34,10 @@ log = logging.getLogger(__name__)
 @dataclass
 class GRPOScriptArguments:
     tasks_file: str = field(metadata={"help": "Validated task file; the prompts are its tasks."})
+    max_turns: int = field(
+        metadata={"help": "Turn limit per rollout (each recipe sets it: as at inference or fewer)."}
+    )
     splits: list[str] = field(default_factory=lambda: ["train"], metadata={"help": "Splits to train on."})
-    max_turns: int = field(default=10, metadata={"help": "Turn limit per rollout (as at inference)."})
     max_new_tokens: int = field(default=256, metadata={"help": "Tokens per assistant turn."})
     sandbox: str | None = field(default=None, metadata={"help": "Sandbox backend (default: the experiment config's)."})
     experiment_config: str = field(
@@ -133,8 +135,11 @@ def make_generator(trainer, model, tokenizer, max_new_tokens: int):
     )
 
 
-def episode_calls(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, task_ids: list[str], tag: str):
-    """One episode per task id, as GRPO runs it: the task's query forwarded as is, the recipe's limits."""
+def episode_calls(
+    tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, sandbox, task_ids: list[str], tag: str
+):
+    """One episode per task id, as GRPO runs it: the task's query forwarded as is, the recipe's limits, in the
+    run's sandbox (a `SandboxSpec`)."""
     from functools import partial
 
     from terminus.collect.runner import run_episode
@@ -144,7 +149,7 @@ def episode_calls(tasks: dict, tasks_file: Path, script_args: GRPOScriptArgument
             run_episode,
             tasks[task_id],
             tasks_file,
-            backend=script_args.sandbox,
+            sandbox=sandbox,
             max_turns=script_args.max_turns,
             trajectory_id=f"{task_id}@{tag}#{i}",
         )
@@ -186,12 +191,12 @@ def run_policy(trainer, episodes: list, script_args: GRPOScriptArguments, name: 
         return run_lockstep(episodes, generator, name=name, tokens=tokens)
 
 
-def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments):
+def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, sandbox):
     def rollout(prompts: list, trainer) -> dict:
         tokenizer = trainer.processing_class
         step = trainer.state.global_step
         ids = [prompt[-1]["task_id"] for prompt in prompts]
-        episodes = episode_calls(tasks, tasks_file, script_args, ids, str(step))
+        episodes = episode_calls(tasks, tasks_file, script_args, sandbox, ids, str(step))
         budget = trainer.args.max_completion_length
         run = run_policy(trainer, episodes, script_args, "grpo-policy")
         out = {
@@ -251,11 +256,10 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
 
-    from terminus.config import load_config
     from terminus.determinism import deterministic_torch
     from terminus.io import read_jsonl
-    from terminus.judge.scorer import Scorer, ScorerConfig
-    from terminus.judge.setup import judge_from_config
+    from terminus.judge.setup import scorer_from_config
+    from terminus.runspec import load_run
     from terminus.tasks.record import load_tasks
 
     deterministic_torch(training_args.seed)
@@ -272,30 +276,18 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         sample = random.Random(training_args.seed).sample(tasks, min(draw, len(tasks)))
         tasks = sorted(sample, key=lambda t: t.id)
     task_map = {t.id: t for t in tasks}
-    experiment = load_config(resolve(script_args.experiment_config))
-    script_args.sandbox = script_args.sandbox or experiment.get("sandbox")
-    if experiment.get("sandbox_image"):
-        from terminus.sandbox.docker import IMAGE_VAR
-
-        os.environ[IMAGE_VAR] = experiment["sandbox_image"]
+    # the run's spec, built once here: the sandbox (--sandbox over the config's backend, the config's image) and the
+    # judge go down to every rollout as arguments
+    run = load_run(resolve(script_args.experiment_config), sandbox=script_args.sandbox)
     references = {}
     if script_args.references:
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve(script_args.references)))}
-    if script_args.use_llm_judge and not (experiment["judge"].get("endpoint") or experiment["judge"].get("serve")):
+    if script_args.use_llm_judge and not (run.judge.endpoint or run.judge.serve):
         raise ValueError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
-    # the same judge as `terminus judge` and `eval` build (prompts, concurrency, limits, a served model's cache key)
+    # the same Scorer as `terminus judge` and `eval` build (prompts, concurrency, limits, group, the run's cache)
     stack = contextlib.ExitStack()
-    judge = stack.enter_context(
-        judge_from_config(
-            experiment, Path(training_args.output_dir) / "judge-cache", no_llm=not script_args.use_llm_judge
-        )
-    )
-    scorer = Scorer(
-        tasks=task_map,
-        judge=judge,
-        config=ScorerConfig.load(experiment["judge"]["scorer"]),
-        references=references,
-        group=experiment["judge"]["group"],
+    scorer = stack.enter_context(
+        scorer_from_config(run.config, task_map, references=references, no_llm=not script_args.use_llm_judge)
     )
     model_id = resolve(model_args.model_name_or_path)
     tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # the template SFT trained with
@@ -308,11 +300,12 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         train_dataset=build_dataset(tasks),
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        rollout_func=make_rollout(task_map, tasks_file, script_args),
+        rollout_func=make_rollout(task_map, tasks_file, script_args, run.sandbox),
         callbacks=[MetricsJsonl(training_args.output_dir)],
     )
     with stack:
-        measure = Measure(trainer, model_id, task_map, tasks_file, script_args, scorer, training_args.seed)
+        seed = training_args.seed
+        measure = Measure(trainer, model_id, task_map, tasks_file, script_args, run.sandbox, scorer, seed)
         if script_args.spread_candidates:
             chosen = measure.select(script_args.max_tasks or len(task_map))
             trainer.train_dataset = build_dataset([task_map[t] for t in chosen])
@@ -328,9 +321,11 @@ class Measure:
     What is measured before training is kept in <output_dir>/before_after.json, so that a resubmitted job resumes
     with the same tasks and before-figures rather than sampling them again from a model that has moved on."""
 
-    def __init__(self, trainer, model_id: str, tasks: dict, tasks_file: Path, script_args, scorer, seed: int) -> None:
+    def __init__(
+        self, trainer, model_id: str, tasks: dict, tasks_file: Path, script_args, sandbox, scorer, seed: int
+    ) -> None:
         self.trainer, self.tasks, self.tasks_file, self.args = trainer, tasks, tasks_file, script_args
-        self.scorer, self.seed = scorer, seed
+        self.sandbox, self.scorer, self.seed = sandbox, scorer, seed
         self.path = Path(trainer.args.output_dir) / "before_after.json"
         from terminus.collect.provenance import file_sha256, model_stamp
 
@@ -361,7 +356,7 @@ class Measure:
             records = []
             for start in range(0, len(ids), 16):
                 chunk = ids[start : start + 16]
-                calls = episode_calls(self.tasks, self.tasks_file, self.args, chunk, f"{tag}{start}")
+                calls = episode_calls(self.tasks, self.tasks_file, self.args, self.sandbox, chunk, f"{tag}{start}")
                 run = run_policy(self.trainer, calls, self.args, f"grpo-{tag}")
                 records += [t.to_dict() for t in run.trajectories]
             return records

@@ -16,7 +16,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from terminus.agent.template import TemplateError, describe, install
-from terminus.config import ROOT, resolve_model
+from terminus.config import resolve, resolve_model
 from terminus.io import append_jsonl, write_jsonl_atomic
 
 log = logging.getLogger(__name__)
@@ -197,7 +197,7 @@ def train_and_save(trainer, tokenizer, training_args, model_args) -> dict:
 
 
 def parse_recipe(dataclasses: tuple, argv: list[str]):
-    """A YAML recipe (`--config`) with flag overrides, TRL-parser style; output_dir taken from the repo root."""
+    """A YAML recipe (`--config`) with flag overrides, TRL-parser style; output_dir from the working folder."""
     from trl import TrlParser
 
     if "--dry_run" in argv:  # validate a GPU recipe on a CPU machine: TrainingArguments refuses bf16 otherwise
@@ -206,8 +206,9 @@ def parse_recipe(dataclasses: tuple, argv: list[str]):
         if not torch.cuda.is_available():
             argv = [*argv, "--use_cpu", "true"]
     script_args, training_args, model_args = TrlParser(dataclasses).parse_args_and_config(argv)
-    if not Path(training_args.output_dir).is_absolute():  # recipes name folders relative to the repository
-        training_args.output_dir = str(ROOT / training_args.output_dir)
+    # recipes name folders relative to the project they run in: never to where the package is installed (a second
+    # checkout sharing the venv would train into, and resume from, the first one's results/)
+    training_args.output_dir = str(resolve(training_args.output_dir))
     return script_args, training_args, model_args
 
 

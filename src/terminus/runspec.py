@@ -1,0 +1,166 @@
+"""One run's settings, resolved once where a run starts (each CLI command, GRPO's main, the MCP server) and handed
+down as arguments: the schema-filled config as typed stage sections (`RunSpec`), and where the run's commands
+execute (`SandboxSpec`). Nothing travels through environment variables; the layers below take what they need as
+required arguments, so each default lives once, in configs/schema/config.schema.yaml.
+
+Imports `config` and `errors` only, so every room may import it."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from terminus.config import load_config, run_dir
+
+ISOLATING_IMAGES = ("docker", "apptainer")  # the backends that run an image
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """Where commands run: the backend (None: bwrap where installed, else local), the image of the tasks that
+    bring none (docker: None is the registry-free host image; apptainer needs one) and extra read-only binds
+    (`PATH` or `HOST:INSIDE[:ro]`). `terminus.sandbox.make_sandbox` makes a sandbox of it."""
+
+    backend: str | None = None
+    image: str | None = None
+    binds: tuple[str, ...] = ()
+
+    def for_task(self, image: str | None) -> SandboxSpec:
+        """The spec for a task that brings its own image (manifest and real-repository tasks): that image, on the
+        backends that run one."""
+        if image and self.backend in ISOLATING_IMAGES:
+            return dataclasses.replace(self, image=image)
+        return self
+
+    @classmethod
+    def from_config(cls, config: dict, backend: str | None = None) -> SandboxSpec:
+        """The config's `sandbox` and `sandbox_image`; `backend` (a --sandbox flag) over the config's."""
+        return cls(backend=backend or config.get("sandbox"), image=config.get("sandbox_image"))
+
+
+@dataclass(frozen=True)
+class TasksSection:
+    synthetic: dict
+    registry: dict
+    manifests: list
+    swe: dict
+    paraphrase: dict | None
+    splits: dict
+
+
+@dataclass(frozen=True)
+class CollectSection:
+    policy: str
+    model: str | None
+    base_url: str | None
+    api_key_env: str | None
+    concurrency: int
+    max_turns: int
+    request_timeout: float
+    max_retries: int
+    splits: list
+
+
+@dataclass(frozen=True)
+class ModelSection:
+    base: str
+    sft_recipe: str
+    grpo_recipe: str
+    summary_max_new_tokens: int
+    summary_policy: str
+    summary_train_tasks: int
+    augment: int
+    decision_copies: int
+    tiny: dict
+
+
+@dataclass(frozen=True)
+class JudgeSection:
+    rubric: str
+    scorer: str
+    prompts: str
+    endpoint: dict | None
+    serve: str | None
+    group: bool
+    llm_stages: list
+    concurrency: int
+    request_timeout: float
+    max_retries: int
+    max_tokens: int
+    validity_llm_pairs: int | None
+
+
+@dataclass(frozen=True)
+class EvalSection:
+    split: str
+    benchmarks: list
+    swe: dict
+    main_agents: list
+    subagents: list
+    seeds: list
+    concurrency: int
+    request_timeout: float
+    max_retries: int
+    max_tasks: int | None
+    tokenizer: str
+    case_study_task: str | None
+
+
+@dataclass
+class RunSpec:
+    """A loaded experiment config: `config` (the schema-filled dict, for code that takes it whole), its stage
+    sections typed, and `sandbox`. Built once per entry point (`load_run`)."""
+
+    config: dict
+    sandbox: SandboxSpec = field(default_factory=SandboxSpec)
+
+    @property
+    def run(self) -> str:
+        return self.config["run"]
+
+    @property
+    def seed(self) -> int:
+        return self.config["seed"]
+
+    @property
+    def run_dir(self) -> Path:
+        return run_dir(self.config)
+
+    # Read from the dict each time (a command's flags update it: endpoint limits, eval's model folders). A key the
+    # schema gains and its section lacks fails here, in tests/test_config_paths.py, not silently.
+    @property
+    def tasks(self) -> TasksSection:
+        return TasksSection(**self.config["tasks"])
+
+    @property
+    def collect(self) -> CollectSection:
+        return CollectSection(**self.config["collect"])
+
+    @property
+    def model(self) -> ModelSection:
+        return ModelSection(**self.config["model"])
+
+    @property
+    def judge(self) -> JudgeSection:
+        return JudgeSection(**self.config["judge"])
+
+    @property
+    def eval(self) -> EvalSection:
+        return EvalSection(**self.config["eval"])
+
+
+SECTIONS = {
+    "tasks": TasksSection,
+    "collect": CollectSection,
+    "model": ModelSection,
+    "judge": JudgeSection,
+    "eval": EvalSection,
+}
+
+
+def load_run(path: Path | str | None = None, sandbox: str | None = None) -> RunSpec:
+    """The config at `path`, validated and filled (`load_config`), and its sandbox (`sandbox`, a --sandbox flag,
+    over the config's backend)."""
+    config = load_config(path)
+    return RunSpec(config, SandboxSpec.from_config(config, sandbox))
