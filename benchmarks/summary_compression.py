@@ -17,10 +17,13 @@ import tempfile
 from pathlib import Path
 
 from benchmark_result import write_result
-from terminus.agent.loop import ExecutionSubagent
+from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.agent.parsing import render_final_answer
+from terminus.config import schema_default
 from terminus.models import make_policy
 from terminus.sandbox import SandboxSpec, default_backend, make_sandbox
+
+TEN = AgentConfig(max_turns=schema_default("collect", "max_turns"))  # as the stages run it
 
 QUERY = "Build the project and run the whole test suite; tell me what fails and why."
 
@@ -146,7 +149,7 @@ def main() -> None:
             files, facts = make(args.tests)
             _write(Path(tmp), files)
             with make_sandbox(SandboxSpec(default_backend()), Path(tmp)) as box:
-                traj = ExecutionSubagent(make_policy("scripted"), box).run(QUERY)
+                traj = ExecutionSubagent(make_policy("scripted"), box, TEN).run(QUERY)
         raw = "\n".join(m["content"] for m in traj.messages if m["role"] == "tool")
         answer = render_final_answer(traj.final_answer or [])
         recall = sum(fact in answer for fact in facts) / len(facts)

@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from builders import TERMINUS, cli_args, synthetic_corpus
 from terminus.collect.runner import run_episode
+from terminus.config import load_config
 from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy
 from terminus.runspec import SandboxSpec
@@ -71,7 +73,10 @@ def test_the_collect_rule_passes_the_configs_sandbox_and_concurrency():
     text = done.stdout + done.stderr
     assert done.returncode == 0, text[-2000:]
     command = next(line for line in text.splitlines() if "terminus collect" in line)
-    assert "--concurrency 32" in command and "configs/paper.yaml --quiet" in command
+    # the stage reads the workflow's config (paper.yaml, defaults filled) from the run folder: its sandbox and image
+    assert "--concurrency 32" in command and "--config results/paper/config.yaml --quiet" in command
+    merged, paper = load_config(ROOT / "results/paper/config.yaml"), load_config(ROOT / "configs/paper.yaml")
+    assert merged["_hash"] == paper["_hash"] and merged["sandbox_image"] == paper["sandbox_image"]
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +120,23 @@ def test_exec_with_docker_on_the_demo_project(docker_engine):
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert record["backend"] == "docker" and record["final_answer"]
+
+
+@pytest.mark.docker
+def test_the_configs_sandbox_image_reaches_every_sandbox_as_an_argument(node_corpus, docker_engine, tmp_path):
+    """`sandbox_image` travels from the config through the command's run spec to the episodes' sandboxes (it went
+    through an environment variable that the CLI wrote and the docker backend read): an image that is not there is
+    the command's one-line error, naming it."""
+    config = tmp_path / "config.yaml"
+    missing = "terminus-no-such-image:0"
+    config.write_text(yaml.safe_dump({"run": "t", "tasks": {}, "sandbox": "docker", "sandbox_image": missing}))
+    env = {k: v for k, v in os.environ.items() if k != "TERMINUS_SANDBOX_IMAGE"} | {"DOCKER_HOST": docker_engine}
+    out = tmp_path / "valid.jsonl"
+    command = [TERMINUS, *cli_args("tasks validate", tasks=node_corpus, out=out, config=config, quiet=True)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 2 and done.stderr == f"error: docker image {missing!r} is not present locally " + (
+        "(build it; no registry is used)\n"
+    )
+    config.write_text(yaml.safe_dump({"run": "t", "tasks": {}, "sandbox": "docker", "sandbox_image": None}))
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)  # the host image
+    assert done.returncode == 0, done.stderr

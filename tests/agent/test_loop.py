@@ -233,3 +233,21 @@ def test_a_prompt_file_without_every_key_is_named(tmp_path, make, what):
     path.write_text("system: [unclosed\n")
     with pytest.raises(ValueError, match=re.escape(f"cannot read {what} {path}:")):
         make(path)
+
+
+def test_the_saved_record_is_the_episodes_last_state_however_it_ends(box, tmp_path):
+    """`save_to` is written after every turn and, in a `finally`, when the episode ends: an interrupt between turns
+    (here as the second command is about to run) leaves the reply that asked for it, not only the turn before."""
+    out = tmp_path / "traj.json"
+
+    def interrupt_second(command: str) -> None:
+        if command == "echo two":
+            raise KeyboardInterrupt
+
+    agent = ExecutionSubagent(FixedReplies([call("echo one"), call("echo two")]), box, TEN, interrupt_second)
+    with pytest.raises(KeyboardInterrupt):
+        agent.run("q", save_to=out)
+    record = json.loads(out.read_text())
+    assert [t["command"] for t in record["turns"]] == ["echo one"]
+    last = record["messages"][-1]
+    assert last["role"] == "assistant" and "echo two" in last["content"]

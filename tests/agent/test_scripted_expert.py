@@ -8,11 +8,13 @@ import shutil
 
 import pytest
 
-from terminus.agent.loop import ExecutionSubagent
+from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy
 from terminus.sandbox import SandboxSpec, default_backend, make_sandbox
 from terminus.tasks.synthetic import SUPPORTED, TASK_TYPES, generate
+
+TEN = AgentConfig(max_turns=10)  # the paper's turn limit
 
 QUERY = "Build the project, run the unit tests and tell me what fails and why."
 TOOLS = {"python": "python3", "node": "node", "cmake": "cmake", "rust": "cargo", "go": "go"}
@@ -26,7 +28,7 @@ def test_expert_states_the_true_facts(language, variant, tmp_path):
     # index 1, seed 3: with these options the layouts vary (subfolders, two suites, verbose logs)
     project = generate(language, "inventory", variant, index=1, seed=3, subfolder_p=0.5, verbose_p=0.7)
     with make_sandbox(SandboxSpec(default_backend()), project.write(tmp_path / "repo")) as box:
-        traj = ExecutionSubagent(make_policy("scripted"), box).run(QUERY)
+        traj = ExecutionSubagent(make_policy("scripted"), box, TEN).run(QUERY)
     assert traj.termination == "final_answer", traj.error
     assert len(traj.final_answer) == len(traj.turns)  # one pair per command run
     # the toolchain line keeps the run's own exit status (a filtered run's was once reported as 0)
@@ -48,7 +50,7 @@ def test_expert_finds_a_nested_project(tmp_path):
     project = generate("python", "billing", "fail", index=0, seed=0, subfolder_p=1.0)
     assert project.spec.subfolder
     with make_sandbox(SandboxSpec("local"), project.write(tmp_path / "repo")) as box:
-        traj = ExecutionSubagent(make_policy("scripted"), box).run("run the tests")
+        traj = ExecutionSubagent(make_policy("scripted"), box, TEN).run("run the tests")
     assert f"cd {project.spec.subfolder}" in traj.turns[-1].command
     failed = project.facts["tests"]["failed"]
     assert f"{failed} failed" in traj.final_answer[-1]["summary"]
@@ -59,7 +61,7 @@ def test_build_only_query_runs_no_tests(tmp_path):
         pytest.skip("cmake is not installed on this machine")
     project = generate("cmake", "payroll", "pass")
     with make_sandbox(SandboxSpec("local"), project.write(tmp_path / "repo")) as box:
-        traj = ExecutionSubagent(make_policy("scripted"), box).run("Only build the project, do not run tests.")
+        traj = ExecutionSubagent(make_policy("scripted"), box, TEN).run("Only build the project, do not run tests.")
     assert not any("ctest" in t.command for t in traj.turns)
     assert "build succeeded" in traj.final_answer[-1]["summary"]
 
@@ -94,7 +96,7 @@ def _ask(tmp_path, query: str, files: dict | None = None):
     if not repo.exists():
         write_files(repo, files or PYPROJECT)
     with make_sandbox(SandboxSpec("local"), repo) as box:
-        traj = ExecutionSubagent(make_policy("scripted"), box).run(query)
+        traj = ExecutionSubagent(make_policy("scripted"), box, TEN).run(query)
     assert traj.termination == "final_answer", traj.error
     ran = [t.command for t in traj.turns]
     return ran, "\n".join(e["summary"] for e in traj.final_answer), traj

@@ -6,12 +6,14 @@ from __future__ import annotations
 import doctest
 import json
 import random
+import shutil
 import string
 
 import pytest
 import yaml
 
 from builders import task
+from terminus.config import ROOT
 from terminus.judge import scorer as scorer_module
 from terminus.judge.facts import check
 from terminus.judge.llm import JudgeError, LLMJudge, ParseError, loads_tolerant, parse_dimensions
@@ -269,3 +271,28 @@ def test_judge_against_vllm_server(tiny_model, tmp_path):
         )
         again.score_many([("q", None, episode(FULL)), ("q", None, episode("nothing"))])
         assert again.hits == 4 and again.misses == 0
+
+
+def test_one_factory_builds_every_stages_scorer_from_the_config(tmp_path, monkeypatch):
+    """`terminus judge`, eval and GRPO's reward get their Scorer from `scorer_from_config`: the config's weights,
+    judge (its concurrency from the schema) and `group`, one judge cache under the run's folder; eval scores each
+    episode alone, so it never asks the group prompt."""
+    from terminus.judge.setup import scorer_from_config
+    from terminus.runspec import load_run
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(ROOT / "configs/judge", tmp_path / "configs/judge")  # the config's rubric and prompts, from here
+    weights = yaml.safe_load((ROOT / "configs/judge/scorer.yaml").read_text()) | {"format_weight": 0.3}
+    (tmp_path / "scorer.yaml").write_text(yaml.safe_dump(weights))
+    judge = {"endpoint": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}, "group": True, "scorer": "scorer.yaml"}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"run": "r", "tasks": {}, "judge": judge}))
+    config = load_run("config.yaml").config
+    tasks = {"t": task()}
+    with scorer_from_config(config, tasks) as scorer:
+        assert scorer.group and scorer.config.format_weight == 0.3 and scorer.tasks == tasks
+        assert scorer.judge.cache_dir == tmp_path / "results" / "r" / "judge" / "cache"
+        assert scorer.judge.concurrency == config["judge"]["concurrency"]  # the schema's 8; no default in the class
+    with scorer_from_config(config, tasks, per_episode=True) as scorer:
+        assert not scorer.group and scorer.judge is not None
+    with scorer_from_config(config, tasks, no_llm=True) as scorer:
+        assert scorer.judge is None and scorer.config.format_weight == 0.3

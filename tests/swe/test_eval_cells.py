@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from terminus.config import refill
 from terminus.eval.grid import run_cell
 from terminus.judge.scorer import Scorer
 from terminus.runspec import SandboxSpec, load_run
@@ -28,6 +29,7 @@ def test_a_swe_cell_grades_what_the_main_agent_submitted(swe_data, tmp_path):
         "subagents": [{"name": "none", "policy": "none"}, {"name": "scripted", "policy": "scripted"}],
         "swe": {"datasets": {"swebench-verified": str(root / "verified.jsonl")}, "limit": 1, "timeout_s": 600},
     }
+    run.config = refill(config)  # the new subagents' defaults (their tool_call_limit)
     (inst,) = load_instances("swebench-verified", dataset=str(root / "verified.jsonl"), limit=1)
     out = tmp_path / "eval"
     for cell in ("reader__none__swebench-verified__0", "reader__scripted__swebench-verified__0"):
