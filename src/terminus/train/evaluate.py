@@ -105,32 +105,14 @@ def training_summary(
     (`sft.train_fact_recall`): a pipeline that cannot fit its own training tasks is broken, one that fits them but
     not the held-out ones is small."""
     summary: dict = {}
+    # the same limits and policy for every model and split
+    run = {"max_turns": max_turns, "max_new_tokens": max_new_tokens, "concurrency": concurrency, "sandbox": sandbox,
+           "policy": policy}  # fmt: skip
     for name, model in models.items():
-        summary[name] = held_out(
-            model,
-            tasks_file,
-            out.parent / f"held_out_{name}.jsonl",
-            max_turns=max_turns,
-            max_new_tokens=max_new_tokens,
-            concurrency=concurrency,
-            sandbox=sandbox,
-            policy=policy,
-            name=name,
-        )
+        summary[name] = held_out(model, tasks_file, out.parent / f"held_out_{name}.jsonl", name=name, **run)
     if train_tasks and "sft" in models:
-        fitted = held_out(
-            models["sft"],
-            tasks_file,
-            out.parent / "train_sft.jsonl",
-            split="train",
-            limit=train_tasks,
-            max_turns=max_turns,
-            max_new_tokens=max_new_tokens,
-            concurrency=concurrency,
-            sandbox=sandbox,
-            policy=policy,
-            name="sft",
-        )
+        train = out.parent / "train_sft.jsonl"
+        fitted = held_out(models["sft"], tasks_file, train, split="train", limit=train_tasks, name="sft", **run)
         summary["sft"].update(
             train_final_answer_rate=fitted["final_answer_rate"], train_fact_recall=fitted["fact_recall"],
             train_n=fitted["n"],
