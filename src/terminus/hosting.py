@@ -53,7 +53,9 @@ def mcp_command(
         None, help="Variable holding the endpoint's API key (default: OPENAI_API_KEY, none needed for local servers)."
     ),
     sandbox: str = typer.Option(None, help=f"{' | '.join(BACKENDS)} (default: bwrap where installed)."),
-    image: str = typer.Option(None, help="Image for --sandbox docker or apptainer."),
+    image: str = typer.Option(
+        None, help="Image for --sandbox docker (default: the registry-free host image) or apptainer (needed)."
+    ),
     max_turns: int = typer.Option(TURN_LIMIT, min=2, help="Turn limit per call."),
     request_timeout: float = typer.Option(
         120.0, help="Seconds to wait for one model reply (openai).", callback=seconds(1.0)
