@@ -8,9 +8,10 @@ hard for the model. Turns are reported beside it, so that what the policy gave u
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
+
+from terminus.train.evaluate import logged_steps
 
 
 def fewer_commands(completions: list, trajectory: list[dict], **_) -> list[float]:
@@ -21,11 +22,6 @@ def fewer_commands(completions: list, trajectory: list[dict], **_) -> list[float
         return max(0.0, 1.0 - (commands - 1) / 2) if t["termination"] == "final_answer" and commands else 0.0
 
     return [reward(t) for t in trajectory]
-
-
-def curve(metrics: Path) -> list[dict]:
-    rows = [json.loads(x) for x in Path(metrics).read_text().splitlines() if x.strip()]
-    return [r for r in rows if "reward" in r]
 
 
 def summarise(steps: list[dict], margin: float) -> dict:
@@ -68,4 +64,4 @@ def easy_reward_check(argv: list[str], margin: float) -> dict:
 
     script_args, training_args, model_args = grpo.parse(argv)
     grpo.main(script_args, training_args, model_args, reward_funcs=[fewer_commands])
-    return summarise(curve(Path(training_args.output_dir) / "metrics.jsonl"), margin)
+    return summarise(logged_steps(Path(training_args.output_dir) / "metrics.jsonl"), margin)
