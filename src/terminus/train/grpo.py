@@ -186,7 +186,10 @@ def run_policy(trainer, episodes: list, script_args: GRPOScriptArguments, name: 
         return run_lockstep(episodes, generator, name=name, tokens=tokens)
 
 
-def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments):
+def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, observe=None):
+    """TRL's rollout function: each prompt's episode, run to its end, as one sample with its loss mask. `observe`,
+    when given, is called with each step's samples (the easy-reward check measures the step on them)."""
+
     def rollout(prompts: list, trainer) -> dict:
         tokenizer = trainer.processing_class
         step = trainer.state.global_step
@@ -234,7 +237,13 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
             trainer._metrics[mode][f"episode/{key}"].append(statistics.fmean(values))
         return out
 
-    return rollout
+    def observed(prompts: list, trainer) -> dict:
+        out = rollout(prompts, trainer)
+        if observe is not None:
+            observe(out)
+        return out
+
+    return observed
 
 
 def build_dataset(tasks: list):
@@ -245,8 +254,10 @@ def build_dataset(tasks: list):
     return Dataset.from_list(rows)
 
 
-def main(script_args: GRPOScriptArguments, training_args, model_args, reward_funcs: list | None = None) -> dict:
-    """Train; `reward_funcs` replaces the Scorer (scripts/paper_path_check.py: random weights state no facts)."""
+def main(script_args: GRPOScriptArguments, training_args, model_args, reward_funcs: list | None = None,
+         observe=None) -> dict:  # fmt: skip
+    """Train; `reward_funcs` replaces the Scorer (scripts/paper_path_check.py: random weights state no facts;
+    `terminus.train.easy_reward`), and `observe` sees each step's rollout samples (`make_rollout`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
@@ -308,7 +319,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         train_dataset=build_dataset(tasks),
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        rollout_func=make_rollout(task_map, tasks_file, script_args),
+        rollout_func=make_rollout(task_map, tasks_file, script_args, observe),
         callbacks=[MetricsJsonl(training_args.output_dir)],
     )
     with stack:
