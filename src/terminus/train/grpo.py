@@ -26,7 +26,7 @@ from pathlib import Path
 from terminus.agent.template import TemplateError, describe, install
 from terminus.config import resolve_model as resolve
 from terminus.io import write_json_atomic
-from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, train_and_save
+from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
 
 log = logging.getLogger(__name__)
 
@@ -328,7 +328,11 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
             chosen = measure.select(script_args.max_tasks or len(task_map))
             trainer.train_dataset = build_dataset([task_map[t] for t in chosen])
         before = measure.before([t["task_id"] for t in trainer.train_dataset])
-        summary = train_and_save(trainer, tokenizer, training_args, model_args)
+        from terminus.collect.provenance import file_sha256
+
+        inputs = run_inputs(training_args, model_args, script=asdict(script_args), tasks=file_sha256(tasks_file),
+                            experiment=file_sha256(resolve(script_args.experiment_config)))  # fmt: skip
+        summary = train_and_save(trainer, tokenizer, training_args, model_args, inputs)
         if before is not None:
             summary["before_after"] = measure.after(before)
         return summary
