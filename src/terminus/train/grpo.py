@@ -254,8 +254,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     from terminus.config import load_config
     from terminus.determinism import deterministic_torch
     from terminus.io import read_jsonl
-    from terminus.judge.scorer import Scorer, ScorerConfig
-    from terminus.judge.setup import judge_from_config
+    from terminus.judge.setup import scorer_from_config
     from terminus.tasks.record import load_tasks
 
     deterministic_torch(training_args.seed)
@@ -283,19 +282,17 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve(script_args.references)))}
     if script_args.use_llm_judge and not (experiment["judge"].get("endpoint") or experiment["judge"].get("serve")):
         raise ValueError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
-    # the same judge as `terminus judge` and `eval` build (prompts, concurrency, limits, a served model's cache key)
+    # the same judge and scorer as `terminus judge` builds (prompts, concurrency, limits, judge.group); its cache
+    # lives beside the checkpoints, not in the run's judge/cache
     stack = contextlib.ExitStack()
-    judge = stack.enter_context(
-        judge_from_config(
-            experiment, Path(training_args.output_dir) / "judge-cache", no_llm=not script_args.use_llm_judge
+    scorer = stack.enter_context(
+        scorer_from_config(
+            experiment,
+            task_map,
+            Path(training_args.output_dir) / "judge-cache",
+            no_llm=not script_args.use_llm_judge,
+            references=references,
         )
-    )
-    scorer = Scorer(
-        tasks=task_map,
-        judge=judge,
-        config=ScorerConfig.load(experiment["judge"]["scorer"]),
-        references=references,
-        group=experiment["judge"]["group"],
     )
     model_id = resolve(model_args.model_name_or_path)
     tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # the template SFT trained with
