@@ -22,8 +22,8 @@ from terminus.judge.facts import check, observations_of
 from terminus.tasks.record import Task, load_tasks
 
 
-def _episode(task: Task, tasks_file: Path, policy, max_turns: int, backend) -> dict:
-    return run_episode(task, tasks_file, policy, backend=backend, max_turns=max_turns).to_dict()
+def _episode(task: Task, tasks_file: Path, policy, max_turns: int, backend, image: str | None) -> dict:
+    return run_episode(task, tasks_file, policy, backend=backend, image=image, max_turns=max_turns).to_dict()
 
 
 def held_out(
@@ -36,6 +36,7 @@ def held_out(
     max_new_tokens: int = 256,
     concurrency: int = 2,
     backend: str | None = None,
+    image: str | None = None,
     policy: str = "transformers",
     name: str | None = None,
     limit: int | None = None,
@@ -57,7 +58,9 @@ def held_out(
     # made once, shared by the episodes (a served model only while its own episodes run)
     logs = out.parent / "logs"
     with shared_policy(policy, model, served_name=name, log_dir=logs, max_new_tokens=max_new_tokens) as shared:
-        jobs = [(i, partial(_episode, t, tasks_file, shared, max_turns, backend)) for i, t in sorted(tasks.items())]
+        jobs = [
+            (i, partial(_episode, t, tasks_file, shared, max_turns, backend, image)) for i, t in sorted(tasks.items())
+        ]
         # keyed by its inputs: episodes of another model (trained again since) or task file are not this summary's;
         # the file is progress, not an output, so a finished one of other inputs is replaced rather than refused
         inputs = {
@@ -97,6 +100,7 @@ def training_summary(
     max_new_tokens: int = 256,
     concurrency: int = 2,
     backend: str | None = None,
+    image: str | None = None,
     policy: str = "transformers",
     train_tasks: int = 0,
 ) -> dict:
@@ -113,6 +117,7 @@ def training_summary(
             max_new_tokens=max_new_tokens,
             concurrency=concurrency,
             backend=backend,
+            image=image,
             policy=policy,
             name=name,
         )
@@ -127,6 +132,7 @@ def training_summary(
             max_new_tokens=max_new_tokens,
             concurrency=concurrency,
             backend=backend,
+            image=image,
             policy=policy,
             name="sft",
         )

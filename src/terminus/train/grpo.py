@@ -38,6 +38,9 @@ class GRPOScriptArguments:
     max_turns: int = field(default=10, metadata={"help": "Turn limit per rollout (as at inference)."})
     max_new_tokens: int = field(default=256, metadata={"help": "Tokens per assistant turn."})
     sandbox: str | None = field(default=None, metadata={"help": "Sandbox backend (default: the experiment config's)."})
+    sandbox_image: str | None = field(
+        default=None, metadata={"help": "Image for tasks that bring none (default: the experiment config's)."}
+    )
     experiment_config: str = field(
         default="configs/config.yaml", metadata={"help": "For the judge and sandbox settings."}
     )
@@ -145,6 +148,7 @@ def episode_calls(tasks: dict, tasks_file: Path, script_args: GRPOScriptArgument
             tasks[task_id],
             tasks_file,
             backend=script_args.sandbox,
+            image=script_args.sandbox_image,
             max_turns=script_args.max_turns,
             trajectory_id=f"{task_id}@{tag}#{i}",
         )
@@ -273,10 +277,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     task_map = {t.id: t for t in tasks}
     experiment = load_config(resolve(script_args.experiment_config))
     script_args.sandbox = script_args.sandbox or experiment.get("sandbox")
-    if experiment.get("sandbox_image"):
-        from terminus.sandbox.docker import IMAGE_VAR
-
-        os.environ[IMAGE_VAR] = experiment["sandbox_image"]
+    script_args.sandbox_image = script_args.sandbox_image or experiment.get("sandbox_image")
     references = {}
     if script_args.references:
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve(script_args.references)))}
