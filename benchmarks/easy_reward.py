@@ -27,7 +27,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=16)
     ap.add_argument("--learning-rate", type=float, default=1e-3, help="Higher than the recipe's: a check, not a run.")
     ap.add_argument("--tasks-per-run", type=int, default=8, help="Training tasks drawn with the seed.")
-    ap.add_argument("--margin", type=float, default=0.25, help="The last quarter's reward minus the first's.")
+    ap.add_argument("--margin", type=float, default=0.25, help="The best quarter's reward minus the first's.")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     if not (args.model / "config.json").is_file():

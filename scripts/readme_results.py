@@ -194,6 +194,17 @@ def figures() -> dict[str, str]:
     counts = json.loads((seed / "sft-data__counts.json").read_text())
     originals = counts["train"] - counts["augmented"] - counts.get("decision_copies", 0)
     out["learning_expert"] = f"~{round(originals, -1):.0f}"
+    fit = _json("sft_fit")
+    out["sft_fit_tasks"] = str(fit["tasks"])
+    out["sft_fit_epochs"] = f"{fit['epochs']:.0f}"
+    out["sft_fit_overfit"] = _pct(fit["overfit"]["fact_recall"])
+    out["sft_fit_learning"] = _pct(fit["learning_sft"]["fact_recall"])
+    easy = _json("easy_reward")
+    out["easy_first"] = f"{easy['first']:.2f}"
+    out["easy_best"] = f"{easy['best']:.2f}"
+    out["easy_last"] = f"{easy['last']:.2f}"
+    out["easy_turns"] = f"{easy['turns_first']:.1f} to {easy['turns_last']:.1f}"
+    out["easy_passed"] = "passes" if easy["passed"] else "fails"
     probe = _json("learning_probe")["models"]
     out["probe_train_exact"] = _pct(probe["sft"]["train"]["exact_command"])
     out["probe_validation_exact"] = _pct(probe["sft"]["validation"]["exact_command"])

