@@ -8,7 +8,6 @@ which call it concurrently so that vLLM batches them (paper scale: `model.summar
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
 from functools import partial
@@ -17,7 +16,7 @@ from pathlib import Path
 from terminus.collect import provenance as prov
 from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.collect.runner import run_episode, run_jobs
-from terminus.io import write_json_atomic
+from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.tasks.record import Task, load_tasks
 
@@ -84,9 +83,13 @@ def held_out(
     }
 
 
+def logged_steps(metrics: Path) -> list[dict]:
+    """The rows of a GRPO metrics log that are training steps (they carry the reward)."""
+    return [r for r in read_jsonl(metrics) if "reward" in r]
+
+
 def reward_curve(metrics: Path) -> list[tuple[int, float]]:
-    rows = [json.loads(line) for line in Path(metrics).read_text().splitlines() if line.strip()]
-    return [(r["step"], float(r["reward"])) for r in rows if "reward" in r]
+    return [(r["step"], float(r["reward"])) for r in logged_steps(metrics)]
 
 
 def training_summary(
@@ -108,34 +111,14 @@ def training_summary(
     (`sft.train_fact_recall`): a pipeline that cannot fit its own training tasks is broken, one that fits them but
     not the held-out ones is small."""
     summary: dict = {}
+    # the same limits and policy for every model and split
+    run = {"max_turns": max_turns, "max_new_tokens": max_new_tokens, "concurrency": concurrency, "backend": backend,
+           "image": image, "policy": policy}  # fmt: skip
     for name, model in models.items():
-        summary[name] = held_out(
-            model,
-            tasks_file,
-            out.parent / f"held_out_{name}.jsonl",
-            max_turns=max_turns,
-            max_new_tokens=max_new_tokens,
-            concurrency=concurrency,
-            backend=backend,
-            image=image,
-            policy=policy,
-            name=name,
-        )
+        summary[name] = held_out(model, tasks_file, out.parent / f"held_out_{name}.jsonl", name=name, **run)
     if train_tasks and "sft" in models:
-        fitted = held_out(
-            models["sft"],
-            tasks_file,
-            out.parent / "train_sft.jsonl",
-            split="train",
-            limit=train_tasks,
-            max_turns=max_turns,
-            max_new_tokens=max_new_tokens,
-            concurrency=concurrency,
-            backend=backend,
-            image=image,
-            policy=policy,
-            name="sft",
-        )
+        train = out.parent / "train_sft.jsonl"
+        fitted = held_out(models["sft"], tasks_file, train, split="train", limit=train_tasks, name="sft", **run)
         summary["sft"].update(
             train_final_answer_rate=fitted["final_answer_rate"], train_fact_recall=fitted["fact_recall"],
             train_n=fitted["n"],

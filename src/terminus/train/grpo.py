@@ -26,7 +26,7 @@ from pathlib import Path
 from terminus.agent.template import TemplateError, describe, install
 from terminus.config import resolve_model as resolve
 from terminus.io import write_json_atomic
-from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, train_and_save
+from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,10 @@ def run_policy(trainer, episodes: list, script_args: GRPOScriptArguments, name: 
         return run_lockstep(episodes, generator, name=name, tokens=tokens)
 
 
-def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments):
+def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, observe=None):
+    """TRL's rollout function: each prompt's episode, run to its end, as one sample with its loss mask. `observe`,
+    when given, is called with each step's samples (the easy-reward check measures the step on them)."""
+
     def rollout(prompts: list, trainer) -> dict:
         tokenizer = trainer.processing_class
         step = trainer.state.global_step
@@ -238,7 +241,13 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
             trainer._metrics[mode][f"episode/{key}"].append(statistics.fmean(values))
         return out
 
-    return rollout
+    def observed(prompts: list, trainer) -> dict:
+        out = rollout(prompts, trainer)
+        if observe is not None:
+            observe(out)
+        return out
+
+    return observed
 
 
 def build_dataset(tasks: list):
@@ -249,8 +258,10 @@ def build_dataset(tasks: list):
     return Dataset.from_list(rows)
 
 
-def main(script_args: GRPOScriptArguments, training_args, model_args, reward_funcs: list | None = None) -> dict:
-    """Train; `reward_funcs` replaces the Scorer (scripts/paper_path_check.py: random weights state no facts)."""
+def main(script_args: GRPOScriptArguments, training_args, model_args, reward_funcs: list | None = None,
+         observe=None) -> dict:  # fmt: skip
+    """Train; `reward_funcs` replaces the Scorer (scripts/paper_path_check.py: random weights state no facts;
+    `terminus.train.easy_reward`), and `observe` sees each step's rollout samples (`make_rollout`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
@@ -306,7 +317,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         train_dataset=build_dataset(tasks),
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        rollout_func=make_rollout(task_map, tasks_file, script_args),
+        rollout_func=make_rollout(task_map, tasks_file, script_args, observe),
         callbacks=[MetricsJsonl(training_args.output_dir)],
     )
     with stack:
@@ -315,7 +326,11 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
             chosen = measure.select(script_args.max_tasks or len(task_map))
             trainer.train_dataset = build_dataset([task_map[t] for t in chosen])
         before = measure.before([t["task_id"] for t in trainer.train_dataset])
-        summary = train_and_save(trainer, tokenizer, training_args, model_args)
+        from terminus.collect.provenance import file_sha256
+
+        inputs = run_inputs(training_args, model_args, script=asdict(script_args), tasks=file_sha256(tasks_file),
+                            experiment=file_sha256(resolve(script_args.experiment_config)))  # fmt: skip
+        summary = train_and_save(trainer, tokenizer, training_args, model_args, inputs)
         if before is not None:
             summary["before_after"] = measure.after(before)
         return summary
