@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import BACKENDS, _config, _fail, _sandbox, app, tasks_app
+from terminus.cli import BACKENDS, _config, _fail, _sandbox, _sandbox_image, app, tasks_app
 from terminus.cli_support import (
     FORCE_HELP,
     REQUEST_TIMEOUT_HELP,
@@ -56,7 +56,14 @@ def tasks_validate(
     sandbox = _sandbox(sandbox, config)
     try:
         result = validate_tasks(
-            tasks, out, report, backend=sandbox, concurrency=concurrency, show_progress=not quiet, force=force
+            tasks,
+            out,
+            report,
+            backend=sandbox,
+            image=_sandbox_image(config),
+            concurrency=concurrency,
+            show_progress=not quiet,
+            force=force,
         )
     except TaskFileError as err:
         _fail(str(err))
@@ -106,6 +113,7 @@ def collect_command(
                 splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
                 samples=samples,
                 backend=sandbox,
+                image=_sandbox_image(config),
                 max_turns=max_turns,
                 concurrency=concurrency,
                 show_progress=not quiet,

@@ -21,8 +21,8 @@ from terminus.judge.facts import check, observations_of
 from terminus.tasks.record import Task, load_tasks
 
 
-def _episode(task: Task, tasks_file: Path, policy, max_turns: int, backend) -> dict:
-    return run_episode(task, tasks_file, policy, backend=backend, max_turns=max_turns).to_dict()
+def _episode(task: Task, tasks_file: Path, policy, max_turns: int, backend, image: str | None) -> dict:
+    return run_episode(task, tasks_file, policy, backend=backend, image=image, max_turns=max_turns).to_dict()
 
 
 def held_out(
@@ -35,6 +35,7 @@ def held_out(
     max_new_tokens: int = 256,
     concurrency: int = 2,
     backend: str | None = None,
+    image: str | None = None,
     policy: str = "transformers",
     name: str | None = None,
     limit: int | None = None,
@@ -56,7 +57,9 @@ def held_out(
     # made once, shared by the episodes (a served model only while its own episodes run)
     logs = out.parent / "logs"
     with shared_policy(policy, model, served_name=name, log_dir=logs, max_new_tokens=max_new_tokens) as shared:
-        jobs = [(i, partial(_episode, t, tasks_file, shared, max_turns, backend)) for i, t in sorted(tasks.items())]
+        jobs = [
+            (i, partial(_episode, t, tasks_file, shared, max_turns, backend, image)) for i, t in sorted(tasks.items())
+        ]
         # keyed by its inputs: episodes of another model (trained again since) or task file are not this summary's;
         # the file is progress, not an output, so a finished one of other inputs is replaced rather than refused
         inputs = {
@@ -100,6 +103,7 @@ def training_summary(
     max_new_tokens: int = 256,
     concurrency: int = 2,
     backend: str | None = None,
+    image: str | None = None,
     policy: str = "transformers",
     train_tasks: int = 0,
 ) -> dict:
@@ -109,7 +113,7 @@ def training_summary(
     summary: dict = {}
     # the same limits and policy for every model and split
     run = {"max_turns": max_turns, "max_new_tokens": max_new_tokens, "concurrency": concurrency, "backend": backend,
-           "policy": policy}  # fmt: skip
+           "image": image, "policy": policy}  # fmt: skip
     for name, model in models.items():
         summary[name] = held_out(model, tasks_file, out.parent / f"held_out_{name}.jsonl", name=name, **run)
     if train_tasks and "sft" in models:

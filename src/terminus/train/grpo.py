@@ -38,6 +38,9 @@ class GRPOScriptArguments:
     max_turns: int = field(default=10, metadata={"help": "Turn limit per rollout (as at inference)."})
     max_new_tokens: int = field(default=256, metadata={"help": "Tokens per assistant turn."})
     sandbox: str | None = field(default=None, metadata={"help": "Sandbox backend (default: the experiment config's)."})
+    sandbox_image: str | None = field(
+        default=None, metadata={"help": "Image for tasks that bring none (default: the experiment config's)."}
+    )
     experiment_config: str = field(
         default="configs/config.yaml", metadata={"help": "For the judge and sandbox settings."}
     )
@@ -145,6 +148,7 @@ def episode_calls(tasks: dict, tasks_file: Path, script_args: GRPOScriptArgument
             tasks[task_id],
             tasks_file,
             backend=script_args.sandbox,
+            image=script_args.sandbox_image,
             max_turns=script_args.max_turns,
             trajectory_id=f"{task_id}@{tag}#{i}",
         )
@@ -265,8 +269,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     from terminus.config import load_config
     from terminus.determinism import deterministic_torch
     from terminus.io import read_jsonl
-    from terminus.judge.scorer import Scorer, ScorerConfig
-    from terminus.judge.setup import judge_from_config
+    from terminus.judge.setup import scorer_from_config
     from terminus.tasks.record import load_tasks
 
     deterministic_torch(training_args.seed)
@@ -285,28 +288,23 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     task_map = {t.id: t for t in tasks}
     experiment = load_config(resolve(script_args.experiment_config))
     script_args.sandbox = script_args.sandbox or experiment.get("sandbox")
-    if experiment.get("sandbox_image"):
-        from terminus.sandbox.docker import IMAGE_VAR
-
-        os.environ[IMAGE_VAR] = experiment["sandbox_image"]
+    script_args.sandbox_image = script_args.sandbox_image or experiment.get("sandbox_image")
     references = {}
     if script_args.references:
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve(script_args.references)))}
     if script_args.use_llm_judge and not (experiment["judge"].get("endpoint") or experiment["judge"].get("serve")):
         raise ValueError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
-    # the same judge as `terminus judge` and `eval` build (prompts, concurrency, limits, a served model's cache key)
+    # the same judge and scorer as `terminus judge` builds (prompts, concurrency, limits, judge.group); its cache
+    # lives beside the checkpoints, not in the run's judge/cache
     stack = contextlib.ExitStack()
-    judge = stack.enter_context(
-        judge_from_config(
-            experiment, Path(training_args.output_dir) / "judge-cache", no_llm=not script_args.use_llm_judge
+    scorer = stack.enter_context(
+        scorer_from_config(
+            experiment,
+            task_map,
+            Path(training_args.output_dir) / "judge-cache",
+            no_llm=not script_args.use_llm_judge,
+            references=references,
         )
-    )
-    scorer = Scorer(
-        tasks=task_map,
-        judge=judge,
-        config=ScorerConfig.load(experiment["judge"]["scorer"]),
-        references=references,
-        group=experiment["judge"]["group"],
     )
     model_id = resolve(model_args.model_name_or_path)
     tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # the template SFT trained with
