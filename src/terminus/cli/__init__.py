@@ -9,10 +9,10 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli_support import OneLineErrors
+from terminus.cli.support import OneLineErrors
+from terminus.cli.swe import app as swe_app
 from terminus.errors import set_debug
 from terminus.sandbox import BACKENDS
-from terminus.swe.cli import app as swe_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, cls=OneLineErrors)
 app.add_typer(swe_app, name="swe", help="SWE-bench-family instances: grade, validate, corpus tasks.")
@@ -68,7 +68,7 @@ def _sandbox(sandbox: str | None, config: Path | None) -> str | None:
 
 # The commands, registered on `app` as their modules are imported.
 from terminus.cli import agent, corpus, evaluation, judging, training, view  # noqa: E402, F401
-from terminus.hosting import MCP_SETTINGS, mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
+from terminus.cli.hosting import MCP_SETTINGS, mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
 
 app.command("mcp", context_settings=MCP_SETTINGS)(mcp_command)
 app.command("serve")(serve_command)

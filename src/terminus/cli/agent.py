@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from terminus.cli import BACKENDS, _fail, app
-from terminus.cli_support import (
+from terminus.cli.support import (
     COPY_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,

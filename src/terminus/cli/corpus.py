@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from terminus.cli import BACKENDS, _config, _fail, _sandbox, app, tasks_app
-from terminus.cli_support import (
+from terminus.cli.support import (
     FORCE_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,

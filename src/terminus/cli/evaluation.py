@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from terminus.cli import _config, _fail, app
-from terminus.cli_support import (
+from terminus.cli.support import (
     FORCE_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,

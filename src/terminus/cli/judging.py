@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from terminus.cli import _config, _fail, app
-from terminus.cli_support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
+from terminus.cli.support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
 from terminus.judge.setup import judge_from_config
 
 

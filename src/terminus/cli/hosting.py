@@ -19,7 +19,7 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli_support import copy_cap_bytes, copy_cap_option, seconds
+from terminus.cli.support import copy_cap_bytes, copy_cap_option, seconds
 from terminus.sandbox import BACKENDS
 
 POLICIES = ("scripted", "openai", "transformers", "vllm")
