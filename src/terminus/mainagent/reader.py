@@ -12,11 +12,11 @@ an unresolved task; a silent subagent costs the tokens of the direct runs it for
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Generator
 
 from terminus.mainagent import parse
+from terminus.mainagent.brains import tool_call
 from terminus.mainagent.parse import Edit, Project
 
 log = logging.getLogger(__name__)
@@ -30,19 +30,6 @@ MAX_TRIALS = 6  # operator edits tried before giving up: each costs a test run
 TIMEOUT_MS = 300_000
 
 Step = Generator[dict, str, None]
-
-
-def _call(name: str, **args) -> dict:
-    return {
-        "content": "",
-        "tool_calls": [
-            {
-                "id": f"call_{name}",  # numbered per episode by next_step
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
-            }
-        ],
-    }
 
 
 class ReaderMainAgent:
@@ -69,23 +56,22 @@ class ReaderMainAgent:
                 reply = self._plan.send(output)
             except StopIteration:
                 reply = {"content": "Stopped."}
-        if reply.get("tool_calls"):  # ids are unique per episode, as a chat model's are
-            reply["tool_calls"][0]["id"] = f"call_{self._steps}_{reply['tool_calls'][0]['function']['name']}"
         return reply
 
     # -- tools, as generator steps: `yield` sends the call, the value sent back is the tool's output --------------
+    # (`self._steps` is the turn `next_step` is answering: it counts before it advances the plan.)
     def read(self, path: str) -> Step:
-        return (yield _call("read_file", path=path))
+        return (yield tool_call("read_file", self._steps, path=path))
 
     def terminal(self, command: str) -> Step:
-        return (yield _call("run_in_terminal", command=command, timeout_ms=TIMEOUT_MS))
+        return (yield tool_call("run_in_terminal", self._steps, command=command, timeout_ms=TIMEOUT_MS))
 
     def ask(self, query: str, description: str) -> Step:
-        return (yield _call("execution_subagent", query=query, description=description))
+        return (yield tool_call("execution_subagent", self._steps, query=query, description=description))
 
     def edit(self, edit: Edit, undo: bool = False) -> Step:
         old, new = (edit.new, edit.old) if undo else (edit.old, edit.new)
-        return (yield _call("edit_file", path=edit.path, old=old, new=new))
+        return (yield tool_call("edit_file", self._steps, path=edit.path, old=old, new=new))
 
     def run_tests(self, project: Project | None, query: str, description: str, need_location: bool) -> Step:
         """Test output to read: the subagent's answer if it says what is needed, else the raw run's output."""
