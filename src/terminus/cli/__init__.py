@@ -11,18 +11,13 @@ import typer
 
 from terminus.cli.support import OneLineErrors
 from terminus.cli.swe import app as swe_app
-from terminus.errors import set_debug
+from terminus.errors import TerminusError, set_debug
 from terminus.sandbox import BACKENDS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, cls=OneLineErrors)
 app.add_typer(swe_app, name="swe", help="SWE-bench-family instances: grade, validate, corpus tasks.")
 tasks_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build and validate the task corpus.")
 app.add_typer(tasks_app, name="tasks")
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 def _version(value: bool) -> None:
@@ -44,12 +39,9 @@ def _options(
 
 
 def _config(path: Path | None) -> dict:
-    from terminus.config import ConfigError, load_config
+    from terminus.config import load_config
 
-    try:
-        cfg = load_config(path)
-    except ConfigError as err:
-        _fail(str(err))
+    cfg = load_config(path)
     from terminus.sandbox.docker import IMAGE_VAR
 
     if cfg.get("sandbox_image"):  # every sandbox this process makes (threads and all) takes it from here
@@ -60,7 +52,7 @@ def _config(path: Path | None) -> dict:
 def _sandbox(sandbox: str | None, config: Path | None) -> str | None:
     """--sandbox when given, else the config's `sandbox` (when --config is given), else the default backend."""
     if sandbox and sandbox not in BACKENDS:
-        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     if sandbox or config is None:
         return sandbox
     return _config(config).get("sandbox")

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import _config, _fail, app
+from terminus.cli import _config, app
 from terminus.cli.support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
+from terminus.errors import TerminusError
 from terminus.judge.setup import judge_from_config
 
 
@@ -38,13 +39,13 @@ def judge_command(
         refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
         scorer_cfg = ScorerConfig.load(cfg["judge"]["scorer"])
     except (TaskFileError, FileNotFoundError, ScorerConfigError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     with judge_from_config(cfg, run_dir(cfg) / "judge" / "cache", no_llm) as judge:
         scorer = Scorer(tasks=task_map, judge=judge, config=scorer_cfg, references=refs, group=cfg["judge"]["group"])
         try:
             verdicts = scorer.score(records)
         except KeyError as err:
-            _fail(str(err))
+            raise TerminusError(str(err)) from err
     write_jsonl_atomic(out, verdicts)
     mean = sum(v["reward"] for v in verdicts) / max(1, len(verdicts))
     bad = sum(v["judge_unparseable"] for v in verdicts)
@@ -70,7 +71,7 @@ def judge_validity(
         task_map = {t.id: t for t in load_tasks(tasks)}
         records = [r for r in read_jsonl(trajectories) if r.get("task_id") in task_map]
     except (TaskFileError, FileNotFoundError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     judge_cfg = cfg["judge"]
     note = ""
     if not judge_cfg.get("endpoint") and judge_cfg.get("serve"):
