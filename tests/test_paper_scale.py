@@ -109,3 +109,27 @@ def test_exec_with_docker_on_the_demo_project(docker_engine):
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert record["backend"] == "docker" and record["final_answer"]
+
+
+@pytest.mark.docker
+def test_the_configs_sandbox_image_reaches_the_docker_backend(tmp_path, docker_engine):
+    """`sandbox_image` travels down from the config as an argument (no environment variable carries it): an image
+    the engine lacks is named in one line, the registry-free one runs the task."""
+    synthetic = {"languages": ["node"], "repos_per_language": 1, "variants": ["fail"]}
+    env = os.environ | {"DOCKER_HOST": docker_engine}
+
+    def collect(image: str) -> tuple[subprocess.CompletedProcess, Path]:
+        root = tmp_path / image.split(":")[1]
+        root.mkdir()
+        splits = {"train": 1.0, "val": 0.0, "test": 0.0}
+        tasks = synthetic_corpus(root, synthetic, splits, sandbox="docker", sandbox_image=image)
+        out = root / "trajectories.jsonl"
+        args = cli_args("collect", tasks=tasks, out=out, splits="train", config=root / "config.yaml", quiet=True)
+        return subprocess.run([TERMINUS, *args], capture_output=True, text=True, env=env, timeout=300), out
+
+    done, _ = collect("terminus-sandbox:absent")
+    assert done.returncode != 0 and "docker image 'terminus-sandbox:absent' is not present locally" in done.stderr
+    done, out = collect("terminus-sandbox:host")
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records and {(r["backend"], r["termination"]) for r in records} == {("docker", "final_answer")}

@@ -1,5 +1,6 @@
-"""The scripted main agents' tool-call ids (issue 30): one helper makes them, numbered by the episode's turn, so two
-processes give the same ids (ids from `hash()` changed with PYTHONHASHSEED) and no id repeats within an episode."""
+"""The scripted main agents' tool-call ids (issue 30): `tool_call` makes the message and `number_call` numbers it by
+the episode's turn, so two processes give the same ids (ids from `hash()` changed with PYTHONHASHSEED) and no id
+repeats within an episode."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from terminus.mainagent.brains import tool_call
+from terminus.mainagent.brains import number_call, tool_call
 
 EPISODES = r"""
 import json
@@ -61,7 +62,7 @@ def test_two_processes_give_the_same_ids():
 
 
 def test_one_helper_makes_the_message():
-    call = tool_call("read_file", 3, path="src/a.py")["tool_calls"][0]
+    call = number_call(tool_call("read_file", path="src/a.py"), 3)["tool_calls"][0]
     assert call == {
         "id": "call_3_read_file",
         "type": "function",

@@ -3,7 +3,6 @@ and dispatch; each stage's logic lives in its room. They are grouped by stage in
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -41,12 +40,7 @@ def _options(
 def _config(path: Path | None) -> dict:
     from terminus.config import load_config
 
-    cfg = load_config(path)
-    from terminus.sandbox.docker import IMAGE_VAR
-
-    if cfg.get("sandbox_image"):  # every sandbox this process makes (threads and all) takes it from here
-        os.environ[IMAGE_VAR] = cfg["sandbox_image"]
-    return cfg
+    return load_config(path)
 
 
 def _sandbox(sandbox: str | None, config: Path | None) -> str | None:
@@ -56,6 +50,11 @@ def _sandbox(sandbox: str | None, config: Path | None) -> str | None:
     if sandbox or config is None:
         return sandbox
     return _config(config).get("sandbox")
+
+
+def _sandbox_image(config: Path | None) -> str | None:
+    """The config's `sandbox_image` (when --config is given): handed down to every sandbox the command makes."""
+    return None if config is None else _config(config).get("sandbox_image")
 
 
 # The commands, registered on `app` as their modules are imported.

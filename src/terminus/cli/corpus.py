@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import BACKENDS, _config, _sandbox, app, tasks_app
+from terminus.cli import BACKENDS, _config, _sandbox, _sandbox_image, app, tasks_app
 from terminus.cli.support import (
     FORCE_HELP,
     REQUEST_TIMEOUT_HELP,
@@ -55,7 +55,14 @@ def tasks_validate(
     report = report or out.with_suffix(".validation.json")
     sandbox = _sandbox(sandbox, config)
     result = validate_tasks(
-        tasks, out, report, backend=sandbox, concurrency=concurrency, show_progress=not quiet, force=force
+        tasks,
+        out,
+        report,
+        backend=sandbox,
+        image=_sandbox_image(config),
+        concurrency=concurrency,
+        show_progress=not quiet,
+        force=force,
     )
     typer.echo(
         f"{result['kept']} of {result['tasks']} tasks reproduce their ground truth; "
@@ -103,6 +110,7 @@ def collect_command(
                 splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
                 samples=samples,
                 backend=sandbox,
+                image=_sandbox_image(config),
                 max_turns=max_turns,
                 concurrency=concurrency,
                 show_progress=not quiet,

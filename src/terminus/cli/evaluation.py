@@ -17,7 +17,7 @@ from terminus.cli.support import (
     seconds,
 )
 from terminus.errors import TerminusError
-from terminus.judge.setup import judge_from_config
+from terminus.judge.setup import judge_cache_dir, scorer_from_config
 
 
 @app.command("eval")
@@ -44,7 +44,6 @@ def eval_command(
     from terminus.config import run_dir
     from terminus.eval.grid import check_models, run_cell, run_grid
     from terminus.io import read_jsonl
-    from terminus.judge.scorer import Scorer, ScorerConfig
     from terminus.tasks.record import load_tasks
 
     cfg = override_endpoint_limits(_config(config), "eval", request_timeout, max_retries)
@@ -54,8 +53,10 @@ def eval_command(
     inputs = {"config_hash": cfg["_hash"], "tasks_sha256": file_sha256(tasks), "no_llm": no_llm}
     resume = {"force": force, "retry_failed": retry_failed, "provenance": inputs}
     refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
-    with judge_from_config(cfg, run_dir(cfg) / "judge" / "cache", no_llm) as judge:
-        scorer = Scorer(tasks=task_map, judge=judge, config=ScorerConfig.load(cfg["judge"]["scorer"]), references=refs)
+    # group=False: eval has always scored each episode alone, whatever judge.group says
+    with scorer_from_config(
+        cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs, group=False
+    ) as scorer:
         try:
             if cell:
                 for name in cell:

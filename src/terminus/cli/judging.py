@@ -10,7 +10,7 @@ import typer
 from terminus.cli import _config, app
 from terminus.cli.support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
 from terminus.errors import TerminusError
-from terminus.judge.setup import judge_from_config
+from terminus.judge.setup import judge_cache_dir, judge_from_config, scorer_from_config
 
 
 @app.command("judge")
@@ -27,9 +27,7 @@ def judge_command(
     max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
 ) -> None:
     """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""
-    from terminus.config import run_dir
     from terminus.io import read_jsonl, write_jsonl_atomic
-    from terminus.judge.scorer import Scorer, ScorerConfig, ScorerConfigError
     from terminus.tasks.record import TaskFileError, load_tasks
 
     cfg = override_endpoint_limits(_config(config), "judge", request_timeout, max_retries)
@@ -37,11 +35,10 @@ def judge_command(
         task_map = {t.id: t for t in load_tasks(tasks)}
         records = read_jsonl(trajectories)
         refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
-        scorer_cfg = ScorerConfig.load(cfg["judge"]["scorer"])
-    except (TaskFileError, FileNotFoundError, ScorerConfigError) as err:
+    except (TaskFileError, FileNotFoundError) as err:
         raise TerminusError(str(err)) from err
-    with judge_from_config(cfg, run_dir(cfg) / "judge" / "cache", no_llm) as judge:
-        scorer = Scorer(tasks=task_map, judge=judge, config=scorer_cfg, references=refs, group=cfg["judge"]["group"])
+    # a bad judge.scorer is a ScorerConfigError: OneLineErrors prints it in one line, before any judge is served
+    with scorer_from_config(cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs) as scorer:
         try:
             verdicts = scorer.score(records)
         except KeyError as err:
@@ -82,7 +79,7 @@ def judge_validity(
         )
     elif not judge_cfg.get("endpoint"):
         note = "No LLM judge configured (judge.endpoint and judge.serve are null): fact checker only."
-    with judge_from_config(cfg, run_dir(cfg) / "judge" / "cache") as judge:
+    with judge_from_config(cfg, judge_cache_dir(cfg)) as judge:
         report = validity_report(
             records, task_map, judge, llm_pairs=judge_cfg["validity_llm_pairs"], seed=cfg.get("seed", 0), note=note
         )

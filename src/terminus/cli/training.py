@@ -134,6 +134,7 @@ def training_summary_command(
         max_new_tokens=max_new_tokens,
         concurrency=concurrency,
         backend=backend,
+        image=cfg.get("sandbox_image"),
         policy=policy,
         train_tasks=train_tasks,
     )

@@ -11,8 +11,13 @@ from terminus.collect.runner import check_workspaces, run_episode, run_jobs
 from terminus.tasks.record import Task, TaskFileError, load_tasks
 
 
-def _episode(task: Task, tasks_file: Path, policy, backend: str | None, max_turns: int, key: str) -> dict:
-    return run_episode(task, tasks_file, policy, backend=backend, max_turns=max_turns, trajectory_id=key).to_dict()
+def _episode(
+    task: Task, tasks_file: Path, policy, backend: str | None, image: str | None, max_turns: int, key: str
+) -> dict:
+    episode = run_episode(
+        task, tasks_file, policy, backend=backend, image=image, max_turns=max_turns, trajectory_id=key
+    )
+    return episode.to_dict()
 
 
 def collect(
@@ -23,6 +28,7 @@ def collect(
     splits: tuple[str, ...] = ("train", "val"),
     samples: int = 1,
     backend: str | None = None,
+    image: str | None = None,
     max_turns: int = 10,
     concurrency: int = 4,
     show_progress: bool = True,
@@ -37,7 +43,7 @@ def collect(
     for task in tasks:
         for k in range(samples):
             key = task.id if samples == 1 else f"{task.id}#{k}"
-            jobs.append((key, partial(_episode, task, Path(tasks_file), policy, backend, max_turns, key)))
+            jobs.append((key, partial(_episode, task, Path(tasks_file), policy, backend, image, max_turns, key)))
     inputs = {
         "policy": policy.name,
         "tasks_sha256": file_sha256(tasks_file),

@@ -43,14 +43,16 @@ def run_episode(
     policy,
     *,
     backend: str | None = None,
+    image: str | None = None,
     max_turns: int = 10,
     trajectory_id: str | None = None,
     query: str | None = None,
     parent_id: str | None = None,
     sandbox_options: dict | None = None,
 ) -> Trajectory:
-    """One subagent episode on a task's snapshot; manifest tasks run their setup first, in their image."""
-    options = dict(sandbox_options or {})
+    """One subagent episode on a task's snapshot; manifest tasks run their setup first, in their image. `image`:
+    the run's image (config `sandbox_image`) for tasks that bring none."""
+    options = ({"image": image} if image else {}) | dict(sandbox_options or {})
     if task.image and backend in ("docker", "apptainer"):
         options["image"] = task.image
     with make_sandbox(backend, task.workspace_path(tasks_file), **options) as box:

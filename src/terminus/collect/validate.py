@@ -16,8 +16,8 @@ from terminus.models.scripted import ScriptedPolicy
 from terminus.tasks.record import Task, load_tasks, write_tasks
 
 
-def _episode(task: Task, tasks_file: Path, backend: str | None) -> dict:
-    return run_episode(task, tasks_file, ScriptedPolicy(), backend=backend).to_dict()
+def _episode(task: Task, tasks_file: Path, backend: str | None, image: str | None) -> dict:
+    return run_episode(task, tasks_file, ScriptedPolicy(), backend=backend, image=image).to_dict()
 
 
 def validate_tasks(
@@ -26,6 +26,7 @@ def validate_tasks(
     report_path: Path,
     *,
     backend: str | None = None,
+    image: str | None = None,
     concurrency: int = 4,
     show_progress: bool = True,
     force: bool = False,
@@ -34,7 +35,7 @@ def validate_tasks(
     tasks = load_tasks(tasks_file)
     check_workspaces(tasks, tasks_file)
     trajectories = report_path.with_name(report_path.stem + ".trajectories.jsonl")
-    jobs = [(t.id, partial(_episode, t, tasks_file, backend)) for t in tasks]
+    jobs = [(t.id, partial(_episode, t, tasks_file, backend, image)) for t in tasks]
     inputs = {"policy": "scripted", "tasks_sha256": file_sha256(tasks_file)}
     records = {
         r["id"]: r

@@ -49,9 +49,9 @@ def main_brain(spec: dict):
     return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key, **endpoint_limits(spec))
 
 
-def verify(task: Task, tree: Path, backend: str | None) -> bool:
+def verify(task: Task, tree: Path, backend: str | None, image: str | None = None) -> bool:
     """The task's tests pass on the edited tree, in a fresh sandbox."""
-    with make_sandbox(backend, tree) as box:
+    with make_sandbox(backend, tree, **({"image": image} if image else {})) as box:
         result = box.run(test_command(task), 600)
     return result.exit_code == 0 and not result.timed_out
 
@@ -66,6 +66,8 @@ def repair_episode(
     stamp: dict,
     tokenizer: str,
     policy,
+    *,
+    image: str | None = None,
 ) -> dict:
     import shutil
 
@@ -78,11 +80,12 @@ def repair_episode(
         tasks_file,
         subagent_policy=policy,
         backend=backend,
+        image=image,
         counter=TokenCounter(tokenizer),
         episode_id=key,
         subagent_turns=sub.get("tool_call_limit", SUBAGENT_TURNS),
     )
-    resolved = verify(task, tree, backend) if result.error is None else False
+    resolved = verify(task, tree, backend, image) if result.error is None else False
     shutil.rmtree(tree.parent, ignore_errors=True)
     return main_agent_record(key, main, sub, "repair", seed, task.id, task.language, task.source, result) | {
         "resolved": float(resolved),
@@ -127,12 +130,24 @@ def main_agent_record(
 
 
 def execution_episode(
-    task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, backend: str | None, stamp: dict, scorer, policy
+    task: Task,
+    tasks_file: Path,
+    main: dict,
+    sub: dict,
+    seed: int,
+    backend: str | None,
+    stamp: dict,
+    scorer,
+    policy,
+    *,
+    image: str | None = None,
 ) -> dict:
     start = time.perf_counter()
     key = record_key(main["name"], sub["name"], "execution", seed, task.id)
     turns = sub.get("tool_call_limit", SUBAGENT_TURNS)
-    traj = run_episode(task, tasks_file, policy, backend=backend, max_turns=turns, trajectory_id=key).to_dict()
+    traj = run_episode(
+        task, tasks_file, policy, backend=backend, image=image, max_turns=turns, trajectory_id=key
+    ).to_dict()
     verdict = scorer.score([traj])[0]
     return {
         "schema": SCHEMA,
@@ -261,20 +276,26 @@ def run_cell(
     if resume and resume.get("provenance") is not None and sub.get("model"):
         # the subagent's model is an input too: a cell rerun after its model was trained again starts afresh
         resume = resume | {"provenance": resume["provenance"] | {"subagent_model": model_stamp(sub["model"])}}
-    backend, tokenizer = config.get("sandbox"), eval_cfg["tokenizer"]
+    backend, image, tokenizer = config.get("sandbox"), config.get("sandbox_image"), eval_cfg["tokenizer"]
     timeout = (eval_cfg.get("swe") or {}).get("timeout_s", 1800)
     with served_subagent(sub, out_dir / "logs") as policy:
         jobs = []
         for item in work:
             if is_swe(bench):
                 item_id = item.instance_id
-                job = partial(swe_episode, item, main, sub, bench, seed, backend, stamp, tokenizer, policy, timeout)
+                job = partial(
+                    swe_episode, item, main, sub, bench, seed, backend, stamp, tokenizer, policy, timeout, image=image
+                )
             elif bench == "repair":
                 item_id = item.id
-                job = partial(repair_episode, item, tasks_file, main, sub, seed, backend, stamp, tokenizer, policy)
+                job = partial(
+                    repair_episode, item, tasks_file, main, sub, seed, backend, stamp, tokenizer, policy, image=image
+                )
             else:
                 item_id = item.id
-                job = partial(execution_episode, item, tasks_file, main, sub, seed, backend, stamp, scorer, policy)
+                job = partial(
+                    execution_episode, item, tasks_file, main, sub, seed, backend, stamp, scorer, policy, image=image
+                )
             jobs.append((record_key(main["name"], sub["name"], bench, seed, item_id), job))
         out = out_dir / "cells" / f"{name}.jsonl"
         records = run_jobs(jobs, out, eval_cfg["concurrency"], show_progress, name, key="key", **(resume or {}))

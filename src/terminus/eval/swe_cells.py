@@ -38,6 +38,8 @@ def swe_episode(
     tokenizer: str,
     policy,
     timeout_s: float,
+    *,
+    image: str | None = None,
 ) -> dict:
     from terminus.eval.grid import main_agent_record, main_brain, record_key
     from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, SUBAGENT_TURNS, MainAgentLoop, Workbench
@@ -53,7 +55,7 @@ def swe_episode(
     patch, error = "", None
     with instance_sandbox(inst, backend, limits=limits, for_agent=True) as (box, workdir):
         if inst.repo_path:  # a local repository: the workspace is the checkout, tools work on the host copy
-            bench_tools = Workbench(box, backend, policy, turns)
+            bench_tools = Workbench(box, backend, policy, turns, image)  # its subagent: the run's image
         else:  # an image: the repository is at the image's path; tools and subagent use the container itself
             bench_tools = InstanceWorkbench(AtWorkdir(box, inst.workdir or "/"), backend, policy, turns)
         result = MainAgentLoop(main_brain(main), TokenCounter(tokenizer)).run(bench_tools, inst.problem_statement, key)

@@ -1,6 +1,7 @@
 """The LLM judge an experiment config names, built one way for every stage (`terminus judge`, `judge-validity`,
 `eval`, and GRPO's reward): an endpoint (`judge.endpoint`), or a local model served by vLLM for as long as the
-block runs (`judge.serve`, keyed in the cache by its weights), or none (fact checker only)."""
+block runs (`judge.serve`, keyed in the cache by its weights), or none (fact checker only); and the Scorer around
+it (`scorer_from_config`), built one way too."""
 
 from __future__ import annotations
 
@@ -9,8 +10,35 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from terminus.config import run_dir
 from terminus.judge.llm import JudgeError, LLMJudge
 from terminus.judge.rubric import load_rubric
+from terminus.judge.scorer import Scorer, ScorerConfig
+
+
+def judge_cache_dir(cfg: dict) -> Path:
+    """Where the CLI's judge commands and `eval` keep the judge's cache: one per run, shared between them."""
+    return run_dir(cfg) / "judge" / "cache"
+
+
+@contextlib.contextmanager
+def scorer_from_config(
+    cfg: dict,
+    tasks: dict,
+    cache_dir: Path,
+    *,
+    no_llm: bool = False,
+    references: dict | None = None,
+    group: bool | None = None,
+) -> Iterator[Scorer]:
+    """The Scorer an experiment config names (`judge.scorer`, `judge.group`), with its judge alive for the block.
+
+    `group` overrides `judge.group`: `eval` scores one episode at a time (False). The scorer config is read before
+    any judge is served, so a bad one fails fast."""
+    config = ScorerConfig.load(cfg["judge"]["scorer"])
+    group = cfg["judge"]["group"] if group is None else group
+    with judge_from_config(cfg, cache_dir, no_llm) as judge:
+        yield Scorer(tasks=tasks, judge=judge, config=config, references=references or {}, group=group)
 
 
 @contextlib.contextmanager

@@ -38,12 +38,21 @@ def single_test(language: str, test_id: str) -> str:
     }[language]
 
 
-def tool_call(name: str, step: int, **args) -> dict:
-    """A scripted main agent's assistant message: one call of tool `name` at the episode's turn `step`. Its id is
-    numbered by that turn (`call_3_read_file`): unique within the episode, as a chat model's ids are, and the same
-    in every process (an id from `hash()` was not: Python salts it per process)."""
-    call = {"id": f"call_{step}_{name}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-    return {"content": "", "tool_calls": [call]}
+def tool_call(name: str, **args) -> dict:
+    """An assistant message calling one tool; `number_call` gives it its id once its turn is known."""
+    return {
+        "content": "",
+        "tool_calls": [
+            {"id": f"call_{name}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        ],
+    }
+
+
+def number_call(reply: dict, step: int) -> dict:
+    """Ids unique per episode, as a chat model's are, and the same in every process: `call_<turn>_<tool>`."""
+    for call in reply.get("tool_calls") or []:
+        call["id"] = f"call_{step}_{call['function']['name']}"
+    return reply
 
 
 class ReplayMainAgent:
@@ -66,13 +75,11 @@ class ReplayMainAgent:
             steps = [
                 tool_call(
                     "execution_subagent",
-                    1,
                     query="Run the unit tests and tell me what fails and why.",
                     description="Running the test suite",
                 ),
                 tool_call(
                     "execution_subagent",
-                    2,
                     query=f"Run only the failing test {failing[0]} and tell me the assertion, "
                     "the values it compared and the file:line where it fails.",
                     description=f"Running {failing[0]}",
@@ -80,29 +87,25 @@ class ReplayMainAgent:
             ]
         else:
             steps = [
-                tool_call("run_in_terminal", 1, command=raw, timeout_ms=300_000),
+                tool_call("run_in_terminal", command=raw, timeout_ms=300_000),
                 tool_call(
-                    "run_in_terminal",
-                    2,
-                    command=in_project(task, single_test(language, failing[0])),
-                    timeout_ms=300_000,
+                    "run_in_terminal", command=in_project(task, single_test(language, failing[0])), timeout_ms=300_000
                 ),
             ]
         steps += [
-            tool_call("read_file", 3, path=fix["file"]),
-            tool_call("edit_file", 4, path=fix["file"], old=fix["old"], new=fix["new"]),
+            tool_call("read_file", path=fix["file"]),
+            tool_call("edit_file", path=fix["file"], old=fix["old"], new=fix["new"]),
         ]
         if delegate:
             steps.append(
                 tool_call(
                     "execution_subagent",
-                    5,
                     query="Run the tests again and tell me whether they all pass now.",
                     description="Re-running the test suite",
                 )
             )
         else:
-            steps.append(tool_call("run_in_terminal", 5, command=raw, timeout_ms=300_000))
+            steps.append(tool_call("run_in_terminal", command=raw, timeout_ms=300_000))
         steps.append({"content": f"Fixed {fix['file']}:{fix['line']}; the tests pass."})
         return steps
 
@@ -111,7 +114,7 @@ class ReplayMainAgent:
         steps = self.plan(delegate)
         reply = steps[min(self.step, len(steps) - 1)]
         self.step += 1
-        return reply
+        return number_call(reply, self.step)
 
 
 class LLMMainAgent:

@@ -120,9 +120,16 @@ class MainAgentResult:
 class Workbench:
     """The main agent's tools over one sandbox; the subagent gets a fresh sandbox over the current files."""
 
-    def __init__(self, box, backend: str | None, subagent_policy=None, subagent_turns: int = SUBAGENT_TURNS) -> None:
+    def __init__(
+        self,
+        box,
+        backend: str | None,
+        subagent_policy=None,
+        subagent_turns: int = SUBAGENT_TURNS,
+        image: str | None = None,
+    ) -> None:
         self.box = box
-        self.backend = backend
+        self.backend, self.image = backend, image
         self.subagent_policy = subagent_policy
         self.subagent_turns = subagent_turns
 
@@ -205,7 +212,7 @@ class Workbench:
 
     def subagent_box(self):
         """A fresh sandbox over the repository's current files (the main agent's edits included)."""
-        return make_sandbox(self.backend, Path(self.box.workspace))
+        return make_sandbox(self.backend, Path(self.box.workspace), **({"image": self.image} if self.image else {}))
 
 
 def listing(paths: list[str], limit: int = LISTING_LINES) -> str:
@@ -294,6 +301,7 @@ def run_main_agent(
     *,
     subagent_policy=None,
     backend: str | None = None,
+    image: str | None = None,
     counter: TokenCounter | None = None,
     max_turns: int = MAIN_TURNS,
     episode_id: str = "",
@@ -306,8 +314,9 @@ def run_main_agent(
     limits = Limits(output_head_bytes=MAIN_OUTPUT_CHARS // 2, output_tail_bytes=MAIN_OUTPUT_CHARS // 2)
     keep = Path(tempfile.mkdtemp(prefix="main-", dir=run_root()))  # under the run's root: kill -9 cleans up too
     start = time.perf_counter()
-    with make_sandbox(backend, task.workspace_path(tasks_file), limits=limits) as box:
-        bench = Workbench(box, backend, subagent_policy, subagent_turns)
+    options = {"image": image} if image else {}  # the run's image (config `sandbox_image`); else the backend's
+    with make_sandbox(backend, task.workspace_path(tasks_file), limits=limits, **options) as box:
+        bench = Workbench(box, backend, subagent_policy, subagent_turns, image)
         brain.prepare(task) if hasattr(brain, "prepare") else None
         result = MainAgentLoop(brain, counter, max_turns).run(bench, task_description(task), episode_id)
         # The sandbox wrote this tree: links are copied as links and special files (a FIFO would block the copy)

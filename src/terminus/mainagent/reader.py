@@ -16,7 +16,7 @@ import logging
 from collections.abc import Generator
 
 from terminus.mainagent import parse
-from terminus.mainagent.brains import tool_call
+from terminus.mainagent.brains import number_call, tool_call
 from terminus.mainagent.parse import Edit, Project
 
 log = logging.getLogger(__name__)
@@ -56,22 +56,21 @@ class ReaderMainAgent:
                 reply = self._plan.send(output)
             except StopIteration:
                 reply = {"content": "Stopped."}
-        return reply
+        return number_call(reply, self._steps)
 
     # -- tools, as generator steps: `yield` sends the call, the value sent back is the tool's output --------------
-    # (`self._steps` is the turn `next_step` is answering: it counts before it advances the plan.)
     def read(self, path: str) -> Step:
-        return (yield tool_call("read_file", self._steps, path=path))
+        return (yield tool_call("read_file", path=path))
 
     def terminal(self, command: str) -> Step:
-        return (yield tool_call("run_in_terminal", self._steps, command=command, timeout_ms=TIMEOUT_MS))
+        return (yield tool_call("run_in_terminal", command=command, timeout_ms=TIMEOUT_MS))
 
     def ask(self, query: str, description: str) -> Step:
-        return (yield tool_call("execution_subagent", self._steps, query=query, description=description))
+        return (yield tool_call("execution_subagent", query=query, description=description))
 
     def edit(self, edit: Edit, undo: bool = False) -> Step:
         old, new = (edit.new, edit.old) if undo else (edit.old, edit.new)
-        return (yield tool_call("edit_file", self._steps, path=edit.path, old=old, new=new))
+        return (yield tool_call("edit_file", path=edit.path, old=old, new=new))
 
     def run_tests(self, project: Project | None, query: str, description: str, need_location: bool) -> Step:
         """Test output to read: the subagent's answer if it says what is needed, else the raw run's output."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import queue
 import threading
 import time
@@ -32,7 +31,6 @@ log = logging.getLogger(__name__)
 WORKSPACE = "/workspace"
 HOME = "/home/sandbox"
 HOST_IMAGE = "terminus-sandbox:host"
-IMAGE_VAR = "TERMINUS_SANDBOX_IMAGE"
 # What the registry-free image (docker/sandbox/Dockerfile) borrows from the host, read-only.
 HOST_BINDS = [
     "/usr:/usr:ro",
@@ -45,16 +43,14 @@ HOST_BINDS = [
 
 
 def default_image(backend: str) -> str:
-    """The image for tasks that bring none: $TERMINUS_SANDBOX_IMAGE (set from the config's `sandbox_image`), else
-    for docker the project's registry-free image (docker/sandbox). Apptainer has no such default on a cluster."""
-    image = os.environ.get(IMAGE_VAR)
-    if image:
-        return image
+    """The image for tasks that bring none and callers that pass none (the config's `sandbox_image` is passed down
+    as `image`): for docker the project's registry-free image (docker/sandbox). Apptainer has no such default on a
+    cluster."""
     if backend == "docker":
         return HOST_IMAGE
     raise SandboxError(
-        f"the {backend} sandbox needs an image for tasks that bring none: set `sandbox_image` in the config "
-        f"(or {IMAGE_VAR}), e.g. docker://python:3.11 or a .sif file"
+        f"the {backend} sandbox needs an image for tasks that bring none: set `sandbox_image` in the config, "
+        "e.g. docker://python:3.11 or a .sif file"
     )
 
 

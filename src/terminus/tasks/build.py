@@ -115,7 +115,9 @@ def _synthetic(cfg: dict, seed: int, repos_dir: Path, progress) -> list[Task]:
     return tasks
 
 
-def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, backend: str | None) -> list[Task]:
+def _registry(
+    cfg: dict, seed: int, repos_dir: Path, progress, report: dict, backend: str | None, image: str | None
+) -> list[Task]:
     path = Path(cfg["packages"])
     if not path.is_file():
         raise CorpusError(f"tasks.registry.packages: {path} does not exist")
@@ -143,6 +145,7 @@ def _registry(cfg: dict, seed: int, repos_dir: Path, progress, report: dict, bac
             seed=seed,
             max_tries=cfg["max_tries"],
             backend=backend,
+            image=image,
         )
         report[name] = {
             "status": result.status,
@@ -246,7 +249,7 @@ def build_corpus(config: dict, out: Path, show_progress: bool = True) -> list[Ta
         if syn.get("enabled"):
             tasks += _synthetic(syn, seed, repos_dir, step)
         if reg.get("enabled"):
-            tasks += _registry(reg, seed, repos_dir, step, report, config.get("sandbox"))
+            tasks += _registry(reg, seed, repos_dir, step, report, config.get("sandbox"), config.get("sandbox_image"))
         tasks += _manifests(cfg.get("manifests") or [], repos_dir)
         if (cfg.get("swe") or {}).get("enabled"):
             tasks += _swe(cfg["swe"], out, seed, config.get("sandbox"), report)

@@ -128,9 +128,9 @@ def unpack(sdist: Path, into: Path) -> Path:
     return root
 
 
-def run_tests(root: Path, timeout_s: float, backend: str | None) -> Outcome:
+def run_tests(root: Path, timeout_s: float, backend: str | None, image: str | None = None) -> Outcome:
     """Run the suite in a sandbox over a copy of root and read junit (the ground truth, not the summary)."""
-    with make_sandbox(backend, root) as box:
+    with make_sandbox(backend, root, **({"image": image} if image else {})) as box:
         result = box.run(PYTEST, timeout_s)
         if result.timed_out:
             return Outcome(0, 0, 0, [], {}, timed_out=True)
@@ -273,6 +273,7 @@ def mutants_for(
     seed: int,
     max_tries: int = 12,
     backend: str | None = None,
+    image: str | None = None,
     timeout_s: float = 180.0,
 ) -> PackageReport:
     """Up to `count` mutants of one package with junit ground truth; `workdir/base` holds the clean tree."""
@@ -285,7 +286,7 @@ def mutants_for(
     if workdir.exists():
         shutil.rmtree(workdir)
     root = unpack(sdist, workdir / "unpacked")
-    first, second = run_tests(root, timeout_s, backend), run_tests(root, timeout_s, backend)
+    first, second = run_tests(root, timeout_s, backend, image), run_tests(root, timeout_s, backend, image)
     if first.crashed or first.timed_out or first.passed == 0:
         report.status, report.reason = "no-baseline", "the test suite does not run here before any change"
         return report
@@ -295,7 +296,7 @@ def mutants_for(
         previous = conftest.read_text() if conftest.exists() else ""
         conftest.write_text(previous + QUARANTINE.format(quarantined=flaky_or_failing))
         report.baseline_quarantined = len(flaky_or_failing)
-    baseline = run_tests(root, timeout_s, backend)
+    baseline = run_tests(root, timeout_s, backend, image)
     if baseline.failed or baseline.passed == 0:
         report.status, report.reason = "no-baseline", f"{baseline.failed} tests still fail after quarantine"
         return report
@@ -311,7 +312,7 @@ def mutants_for(
         shutil.rmtree(tree, ignore_errors=True)
         shutil.copytree(root, tree, symlinks=True)
         apply(tree, site)
-        outcome = run_tests(tree, max(30.0, timeout_s / 3), backend)
+        outcome = run_tests(tree, max(30.0, timeout_s / 3), backend, image)
         collection = any(text.startswith("collection failure") for text in outcome.failures.values())
         reason = "crash" if outcome.crashed or collection else "hang" if outcome.timed_out else None
         if reason is None and not outcome.failing:

@@ -8,7 +8,6 @@ which call it concurrently so that vLLM batches them (paper scale: `model.summar
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
 from functools import partial
@@ -17,13 +16,13 @@ from pathlib import Path
 from terminus.collect import provenance as prov
 from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.collect.runner import run_episode, run_jobs
-from terminus.io import write_json_atomic
+from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.tasks.record import Task, load_tasks
 
 
-def _episode(task: Task, tasks_file: Path, policy, max_turns: int, backend) -> dict:
-    return run_episode(task, tasks_file, policy, backend=backend, max_turns=max_turns).to_dict()
+def _episode(task: Task, tasks_file: Path, policy, max_turns: int, backend, image: str | None) -> dict:
+    return run_episode(task, tasks_file, policy, backend=backend, image=image, max_turns=max_turns).to_dict()
 
 
 def held_out(
@@ -36,6 +35,7 @@ def held_out(
     max_new_tokens: int = 256,
     concurrency: int = 2,
     backend: str | None = None,
+    image: str | None = None,
     policy: str = "transformers",
     name: str | None = None,
     limit: int | None = None,
@@ -57,7 +57,9 @@ def held_out(
     # made once, shared by the episodes (a served model only while its own episodes run)
     logs = out.parent / "logs"
     with shared_policy(policy, model, served_name=name, log_dir=logs, max_new_tokens=max_new_tokens) as shared:
-        jobs = [(i, partial(_episode, t, tasks_file, shared, max_turns, backend)) for i, t in sorted(tasks.items())]
+        jobs = [
+            (i, partial(_episode, t, tasks_file, shared, max_turns, backend, image)) for i, t in sorted(tasks.items())
+        ]
         # keyed by its inputs: episodes of another model (trained again since) or task file are not this summary's;
         # the file is progress, not an output, so a finished one of other inputs is replaced rather than refused
         inputs = {
@@ -81,9 +83,13 @@ def held_out(
     }
 
 
+def logged_steps(metrics: Path) -> list[dict]:
+    """The rows of a GRPO metrics log that are training steps (they carry the reward)."""
+    return [r for r in read_jsonl(metrics) if "reward" in r]
+
+
 def reward_curve(metrics: Path) -> list[tuple[int, float]]:
-    rows = [json.loads(line) for line in Path(metrics).read_text().splitlines() if line.strip()]
-    return [(r["step"], float(r["reward"])) for r in rows if "reward" in r]
+    return [(r["step"], float(r["reward"])) for r in logged_steps(metrics)]
 
 
 def training_summary(
@@ -97,6 +103,7 @@ def training_summary(
     max_new_tokens: int = 256,
     concurrency: int = 2,
     backend: str | None = None,
+    image: str | None = None,
     policy: str = "transformers",
     train_tasks: int = 0,
 ) -> dict:
@@ -106,7 +113,7 @@ def training_summary(
     summary: dict = {}
     # the same limits and policy for every model and split
     run = {"max_turns": max_turns, "max_new_tokens": max_new_tokens, "concurrency": concurrency, "backend": backend,
-           "policy": policy}  # fmt: skip
+           "image": image, "policy": policy}  # fmt: skip
     for name, model in models.items():
         summary[name] = held_out(model, tasks_file, out.parent / f"held_out_{name}.jsonl", name=name, **run)
     if train_tasks and "sft" in models:

@@ -26,7 +26,7 @@ from pathlib import Path
 from terminus.agent.template import TemplateError, describe, install
 from terminus.config import resolve_model as resolve
 from terminus.io import write_json_atomic
-from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, train_and_save
+from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,9 @@ class GRPOScriptArguments:
     max_turns: int = field(default=10, metadata={"help": "Turn limit per rollout (as at inference)."})
     max_new_tokens: int = field(default=256, metadata={"help": "Tokens per assistant turn."})
     sandbox: str | None = field(default=None, metadata={"help": "Sandbox backend (default: the experiment config's)."})
+    sandbox_image: str | None = field(
+        default=None, metadata={"help": "Image for tasks that bring none (default: the experiment config's)."}
+    )
     experiment_config: str = field(
         default="configs/config.yaml", metadata={"help": "For the judge and sandbox settings."}
     )
@@ -145,6 +148,7 @@ def episode_calls(tasks: dict, tasks_file: Path, script_args: GRPOScriptArgument
             tasks[task_id],
             tasks_file,
             backend=script_args.sandbox,
+            image=script_args.sandbox_image,
             max_turns=script_args.max_turns,
             trajectory_id=f"{task_id}@{tag}#{i}",
         )
@@ -186,7 +190,10 @@ def run_policy(trainer, episodes: list, script_args: GRPOScriptArguments, name: 
         return run_lockstep(episodes, generator, name=name, tokens=tokens)
 
 
-def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments):
+def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, observe=None):
+    """TRL's rollout function: each prompt's episode, run to its end, as one sample with its loss mask. `observe`,
+    when given, is called with each step's samples (the easy-reward check measures the step on them)."""
+
     def rollout(prompts: list, trainer) -> dict:
         tokenizer = trainer.processing_class
         step = trainer.state.global_step
@@ -234,7 +241,13 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
             trainer._metrics[mode][f"episode/{key}"].append(statistics.fmean(values))
         return out
 
-    return rollout
+    def observed(prompts: list, trainer) -> dict:
+        out = rollout(prompts, trainer)
+        if observe is not None:
+            observe(out)
+        return out
+
+    return observed
 
 
 def build_dataset(tasks: list):
@@ -245,8 +258,10 @@ def build_dataset(tasks: list):
     return Dataset.from_list(rows)
 
 
-def main(script_args: GRPOScriptArguments, training_args, model_args, reward_funcs: list | None = None) -> dict:
-    """Train; `reward_funcs` replaces the Scorer (scripts/paper_path_check.py: random weights state no facts)."""
+def main(script_args: GRPOScriptArguments, training_args, model_args, reward_funcs: list | None = None,
+         observe=None) -> dict:  # fmt: skip
+    """Train; `reward_funcs` replaces the Scorer (scripts/paper_path_check.py: random weights state no facts;
+    `terminus.train.easy_reward`), and `observe` sees each step's rollout samples (`make_rollout`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
@@ -254,8 +269,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     from terminus.config import load_config
     from terminus.determinism import deterministic_torch
     from terminus.io import read_jsonl
-    from terminus.judge.scorer import Scorer, ScorerConfig
-    from terminus.judge.setup import judge_from_config
+    from terminus.judge.setup import scorer_from_config
     from terminus.tasks.record import load_tasks
 
     deterministic_torch(training_args.seed)
@@ -274,28 +288,23 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     task_map = {t.id: t for t in tasks}
     experiment = load_config(resolve(script_args.experiment_config))
     script_args.sandbox = script_args.sandbox or experiment.get("sandbox")
-    if experiment.get("sandbox_image"):
-        from terminus.sandbox.docker import IMAGE_VAR
-
-        os.environ[IMAGE_VAR] = experiment["sandbox_image"]
+    script_args.sandbox_image = script_args.sandbox_image or experiment.get("sandbox_image")
     references = {}
     if script_args.references:
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve(script_args.references)))}
     if script_args.use_llm_judge and not (experiment["judge"].get("endpoint") or experiment["judge"].get("serve")):
         raise ValueError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
-    # the same judge as `terminus judge` and `eval` build (prompts, concurrency, limits, a served model's cache key)
+    # the same judge and scorer as `terminus judge` builds (prompts, concurrency, limits, judge.group); its cache
+    # lives beside the checkpoints, not in the run's judge/cache
     stack = contextlib.ExitStack()
-    judge = stack.enter_context(
-        judge_from_config(
-            experiment, Path(training_args.output_dir) / "judge-cache", no_llm=not script_args.use_llm_judge
+    scorer = stack.enter_context(
+        scorer_from_config(
+            experiment,
+            task_map,
+            Path(training_args.output_dir) / "judge-cache",
+            no_llm=not script_args.use_llm_judge,
+            references=references,
         )
-    )
-    scorer = Scorer(
-        tasks=task_map,
-        judge=judge,
-        config=ScorerConfig.load(experiment["judge"]["scorer"]),
-        references=references,
-        group=experiment["judge"]["group"],
     )
     model_id = resolve(model_args.model_name_or_path)
     tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # the template SFT trained with
@@ -308,7 +317,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         train_dataset=build_dataset(tasks),
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        rollout_func=make_rollout(task_map, tasks_file, script_args),
+        rollout_func=make_rollout(task_map, tasks_file, script_args, observe),
         callbacks=[MetricsJsonl(training_args.output_dir)],
     )
     with stack:
@@ -317,7 +326,11 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
             chosen = measure.select(script_args.max_tasks or len(task_map))
             trainer.train_dataset = build_dataset([task_map[t] for t in chosen])
         before = measure.before([t["task_id"] for t in trainer.train_dataset])
-        summary = train_and_save(trainer, tokenizer, training_args, model_args)
+        from terminus.collect.provenance import file_sha256
+
+        inputs = run_inputs(training_args, model_args, script=asdict(script_args), tasks=file_sha256(tasks_file),
+                            experiment=file_sha256(resolve(script_args.experiment_config)))  # fmt: skip
+        summary = train_and_save(trainer, tokenizer, training_args, model_args, inputs)
         if before is not None:
             summary["before_after"] = measure.after(before)
         return summary
