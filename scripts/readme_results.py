@@ -164,6 +164,10 @@ def figures() -> dict[str, str]:
     out["smoke_sft_final"] = f"{smoke['sft']['final_answer_rate']:.2f}"
     out["smoke_grpo_final"] = f"{smoke['grpo']['final_answer_rate']:.2f}"
     out["smoke_grpo_steps"] = str(smoke["grpo"]["steps"])
+    seeds = _json("smoke_seeds")
+    out["smoke_seeds"] = ", ".join(
+        f"seed {r['seed']} {r['sft']['final_answer_rate']:.2f} -> {r['grpo']['final_answer_rate']:.2f}" for r in seeds["runs"]
+    )
     out["smoke_repair"] = _smoke_repair_sentence(cached)
     learning = _json("learning")
     mean = {
