@@ -166,7 +166,8 @@ def figures() -> dict[str, str]:
     out["smoke_grpo_steps"] = str(smoke["grpo"]["steps"])
     seeds = _json("smoke_seeds")
     out["smoke_seeds"] = ", ".join(
-        f"seed {r['seed']} {r['sft']['final_answer_rate']:.2f} -> {r['grpo']['final_answer_rate']:.2f}" for r in seeds["runs"]
+        f"seed {r['seed']} {r['sft']['final_answer_rate']:.2f} -> {r['grpo']['final_answer_rate']:.2f}"
+        for r in seeds["runs"]
     )
     out["smoke_repair"] = _smoke_repair_sentence(cached)
     learning = _json("learning")
