@@ -116,7 +116,7 @@ def test_the_configs_sandbox_image_reaches_the_docker_backend(tmp_path, docker_e
     """`sandbox_image` travels down from the config as an argument (no environment variable carries it): an image
     the engine lacks is named in one line, the registry-free one runs the task."""
     synthetic = {"languages": ["node"], "repos_per_language": 1, "variants": ["fail"]}
-    env = {k: v for k, v in os.environ.items() if k != "TERMINUS_SANDBOX_IMAGE"} | {"DOCKER_HOST": docker_engine}
+    env = os.environ | {"DOCKER_HOST": docker_engine}
 
     def collect(image: str) -> tuple[subprocess.CompletedProcess, Path]:
         root = tmp_path / image.split(":")[1]

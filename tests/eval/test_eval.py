@@ -7,7 +7,6 @@ import csv
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -101,38 +100,6 @@ def test_replay_is_deterministic_and_counts_every_turn(corpus):
     turns = [t for e in a["subagent_episodes"] for t in e["turns"]]
     assert turns and set(turns[0]) == {"command", "exit_code", "timed_out"}
     assert [t["command"] for t in turns] == [c for e in a["subagent_episodes"] for c in e["commands"]]
-
-
-REPLAY_IDS = """
-import json, sys
-from terminus.mainagent.brains import ReplayMainAgent
-from terminus.tasks.record import load_tasks
-task = next(t for t in load_tasks(sys.argv[1]) if t.meta.get("fix") and t.task_type == "test-execution")
-brain = ReplayMainAgent()
-brain.prepare(task)
-tools = [{"function": {"name": name}} for name in ("run_in_terminal", "execution_subagent")]
-print(json.dumps([c["id"] for _ in range(6) for c in brain.next_step([], tools).get("tool_calls") or []]))
-"""
-
-
-def test_replay_tool_call_ids_are_the_same_in_every_process(corpus):
-    """Ids once came from `hash()`, which PYTHONHASHSEED changes from one process to the next."""
-    _, tasks_file = corpus
-    ids = [
-        json.loads(
-            subprocess.run(
-                [sys.executable, "-c", REPLAY_IDS, str(tasks_file)],
-                env=os.environ | {"PYTHONHASHSEED": seed},
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        )
-        for seed in ("1", "2")
-    ]
-    assert ids[0] == ids[1]
-    assert len(ids[0]) == 5 and len(set(ids[0])) == 5  # unique per episode, as a chat model's are
-    assert ids[0][0] == "call_1_execution_subagent"
 
 
 def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):

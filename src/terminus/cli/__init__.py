@@ -8,20 +8,15 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli_support import OneLineErrors
-from terminus.errors import set_debug
+from terminus.cli.support import OneLineErrors
+from terminus.cli.swe import app as swe_app
+from terminus.errors import TerminusError, set_debug
 from terminus.sandbox import BACKENDS
-from terminus.swe.cli import app as swe_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, cls=OneLineErrors)
 app.add_typer(swe_app, name="swe", help="SWE-bench-family instances: grade, validate, corpus tasks.")
 tasks_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build and validate the task corpus.")
 app.add_typer(tasks_app, name="tasks")
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 def _version(value: bool) -> None:
@@ -43,19 +38,15 @@ def _options(
 
 
 def _config(path: Path | None) -> dict:
-    from terminus.config import ConfigError, load_config
+    from terminus.config import load_config
 
-    try:
-        cfg = load_config(path)
-    except ConfigError as err:
-        _fail(str(err))
-    return cfg
+    return load_config(path)
 
 
 def _sandbox(sandbox: str | None, config: Path | None) -> str | None:
     """--sandbox when given, else the config's `sandbox` (when --config is given), else the default backend."""
     if sandbox and sandbox not in BACKENDS:
-        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     if sandbox or config is None:
         return sandbox
     return _config(config).get("sandbox")
@@ -68,7 +59,7 @@ def _sandbox_image(config: Path | None) -> str | None:
 
 # The commands, registered on `app` as their modules are imported.
 from terminus.cli import agent, corpus, evaluation, judging, training, view  # noqa: E402, F401
-from terminus.hosting import MCP_SETTINGS, mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
+from terminus.cli.hosting import MCP_SETTINGS, mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
 
 app.command("mcp", context_settings=MCP_SETTINGS)(mcp_command)
 app.command("serve")(serve_command)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import BACKENDS, _config, _fail, _sandbox, _sandbox_image, app, tasks_app
-from terminus.cli_support import (
+from terminus.cli import BACKENDS, _config, _sandbox, _sandbox_image, app, tasks_app
+from terminus.cli.support import (
     FORCE_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,
@@ -16,6 +16,7 @@ from terminus.cli_support import (
     outcome_line,
     seconds,
 )
+from terminus.errors import TerminusError
 
 
 @tasks_app.command("build")
@@ -32,7 +33,7 @@ def tasks_build(
     try:
         tasks = build_corpus(cfg, out, show_progress=not quiet)
     except (CorpusError, ManifestError, ValueError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     typer.echo(format_stats(corpus_stats(tasks)))
     typer.echo(f"wrote {out}")
 
@@ -50,23 +51,19 @@ def tasks_validate(
 ) -> None:
     """Run the scripted expert on every task; keep the tasks whose facts its answer states, report the rest."""
     from terminus.collect.validate import validate_tasks
-    from terminus.tasks.record import TaskFileError
 
     report = report or out.with_suffix(".validation.json")
     sandbox = _sandbox(sandbox, config)
-    try:
-        result = validate_tasks(
-            tasks,
-            out,
-            report,
-            backend=sandbox,
-            image=_sandbox_image(config),
-            concurrency=concurrency,
-            show_progress=not quiet,
-            force=force,
-        )
-    except TaskFileError as err:
-        _fail(str(err))
+    result = validate_tasks(
+        tasks,
+        out,
+        report,
+        backend=sandbox,
+        image=_sandbox_image(config),
+        concurrency=concurrency,
+        show_progress=not quiet,
+        force=force,
+    )
     typer.echo(
         f"{result['kept']} of {result['tasks']} tasks reproduce their ground truth; "
         f"{result['dropped']} dropped (see {report})"
@@ -121,7 +118,7 @@ def collect_command(
                 retry_failed=retry_failed,
             )
     except (TaskFileError, PolicyError, ServeError, ValueError, OSError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     typer.echo(outcome_line(records, out, "trajectories"))
     if any(r["termination"] == "crash" for r in records):
         raise typer.Exit(1)  # the file is written; a rerun retries the crashed episodes
@@ -157,6 +154,6 @@ def sft_data(
             seed=seed,
         )
     except (TaskFileError, FileNotFoundError, ValueError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     typer.echo(f"train {counts['train']}, validation {counts['validation']}; dropped {counts['dropped']}")
     typer.echo(f"by language {counts['by_language']}\nby type {counts['by_type']}\nby source {counts['by_source']}")

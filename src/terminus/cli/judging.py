@@ -7,8 +7,9 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import _config, _fail, app
-from terminus.cli_support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
+from terminus.cli import _config, app
+from terminus.cli.support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
+from terminus.errors import TerminusError
 from terminus.judge.setup import judge_cache_dir, judge_from_config, scorer_from_config
 
 
@@ -35,13 +36,13 @@ def judge_command(
         records = read_jsonl(trajectories)
         refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
     except (TaskFileError, FileNotFoundError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     # a bad judge.scorer is a ScorerConfigError: OneLineErrors prints it in one line, before any judge is served
     with scorer_from_config(cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs) as scorer:
         try:
             verdicts = scorer.score(records)
         except KeyError as err:
-            _fail(str(err))
+            raise TerminusError(str(err)) from err
     write_jsonl_atomic(out, verdicts)
     mean = sum(v["reward"] for v in verdicts) / max(1, len(verdicts))
     bad = sum(v["judge_unparseable"] for v in verdicts)
@@ -67,7 +68,7 @@ def judge_validity(
         task_map = {t.id: t for t in load_tasks(tasks)}
         records = [r for r in read_jsonl(trajectories) if r.get("task_id") in task_map]
     except (TaskFileError, FileNotFoundError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     judge_cfg = cfg["judge"]
     note = ""
     if not judge_cfg.get("endpoint") and judge_cfg.get("serve"):

@@ -6,11 +6,13 @@ runs one. A cell's name is also its file name under `eval/cells/` and `eval/pred
 
 from __future__ import annotations
 
+from terminus.errors import TerminusError
+
 SEP = "__"
 LOCAL_MODEL_POLICIES = ("transformers", "vllm")
 
 
-class CellError(ValueError):
+class CellError(TerminusError, ValueError):
     pass
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Generator
 
-from terminus.mainagent import reading
+from terminus.mainagent import parse
 from terminus.mainagent.brains import number_call, tool_call
-from terminus.mainagent.reading import Edit, Project
+from terminus.mainagent.parse import Edit, Project
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +76,8 @@ class ReaderMainAgent:
         """Test output to read: the subagent's answer if it says what is needed, else the raw run's output."""
         if self.delegate:
             answer = yield from self.ask(query, description)
-            verdict = reading.passed(answer)
-            located = bool(reading.locations(answer, self.files, self.prefer))
+            verdict = parse.passed(answer)
+            located = bool(parse.locations(answer, self.files, self.prefer))
             if verdict is not None and (located or verdict or not need_location):
                 return answer
             self.notes.append("the subagent's answer lacked the result; ran the tests myself")
@@ -89,21 +89,21 @@ class ReaderMainAgent:
     # -- the plan --------------------------------------------------------------------------------------------
     def plan(self) -> Step:
         listing = yield from self.read(".")
-        self.files = reading.listing_files(listing)
-        project = reading.detect_project(self.files)
+        self.files = parse.listing_files(listing)
+        project = parse.detect_project(self.files)
         self.prefer = project.root if project else "."
         if project is None and not self.delegate:
             yield {"content": "I found no build file, so I do not know how to run the tests."}
             return
         report = yield from self.run_tests(project, RUN_QUERY, RUN_DESCRIPTION, need_location=True)
-        if reading.passed(report):
+        if parse.passed(report):
             yield {"content": "The tests already pass; nothing to fix."}
             return
-        found = reading.locations(report, self.files, self.prefer)
+        found = parse.locations(report, self.files, self.prefer)
         if not found and project is not None:  # the failure was cut out of a long log: look at the failures only
             self.notes.append("no file:line in the output; reran the tests, keeping the failures' lines")
-            report = yield from self.terminal(reading.failures_only(project.test_command()))
-            found = reading.locations(report, self.files, self.prefer)
+            report = yield from self.terminal(parse.failures_only(project.test_command()))
+            found = parse.locations(report, self.files, self.prefer)
         if not found:
             yield {"content": "The test output names no file:line of the failure; I cannot locate the fault."}
             return
@@ -116,7 +116,7 @@ class ReaderMainAgent:
             if result != "ok":
                 continue
             report = yield from self.run_tests(project, VERIFY_QUERY, VERIFY_DESCRIPTION, need_location=False)
-            if reading.passed(report):
+            if parse.passed(report):
                 yield {"content": f"Fixed {edit.path}:{edit.line}: `{edit.old.strip()}` -> `{edit.new.strip()}`."}
                 return
             yield from self.edit(edit, undo=True)
@@ -141,18 +141,18 @@ class ReaderMainAgent:
         if not 1 <= line <= len(lines):
             return []
         asserts = any(word in lines[line - 1].lower() for word in ("assert", "expect", "errorf", "fatalf", "check"))
-        if not reading.is_test_file(path) and not asserts:
-            return reading.operator_edits(path, lines, [line])
-        names = reading.called_names(lines, line)
+        if not parse.is_test_file(path) and not asserts:
+            return parse.operator_edits(path, lines, [line])
+        names = parse.called_names(lines, line)
         if not names:
             return []
-        for candidate in reading.source_files(self.files, project, path):
+        for candidate in parse.source_files(self.files, project, path):
             if candidate not in contents:
                 contents[candidate] = (yield from self.read(candidate)).splitlines()
             for name in names:
-                start = reading.definition(name, contents[candidate])
+                start = parse.definition(name, contents[candidate])
                 if start is not None and not (candidate == path and abs(start - line) < 2):
                     self.notes.append(f"{name} is defined at {candidate}:{start}")
                     source = contents[candidate]
-                    return reading.operator_edits(candidate, source, reading.body(source, start))
+                    return parse.operator_edits(candidate, source, parse.body(source, start))
         return []

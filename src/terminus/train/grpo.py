@@ -1,4 +1,4 @@
-"""`terminus grpo --config configs/grpo/<recipe>.yaml [--key value ...]`: TRL's GRPOTrainer where every rollout
+"""`terminus grpo --recipe configs/grpo/<recipe>.yaml [--key value ...]`: TRL's GRPOTrainer where every rollout
 is a real subagent episode in a sandbox.
 
 The rollout (TRL's `rollout_func`) runs the batch's episodes in lockstep (`terminus.collect.lockstep`): our own

@@ -1,4 +1,4 @@
-"""`terminus sft --config configs/sft/<recipe>.yaml [--key value ...]`: TRL's SFTTrainer on the dataset of
+"""`terminus sft --recipe configs/sft/<recipe>.yaml [--key value ...]`: TRL's SFTTrainer on the dataset of
 `terminus sft-data`, assistant-only loss over multi-turn tool-calling conversations.
 
 TRL-parser style: `main(script_args, training_args, model_args)` plus a parser that reads the YAML recipe and
