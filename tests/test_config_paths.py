@@ -1,5 +1,6 @@
-"""One resolver for paths given relative to the repository: config paths, and paths that may also be hub ids
-(training recipes' models and data, eval subagents' models)."""
+"""One resolver for relative paths (the working folder first, then the repository's shipped configs): config
+paths, run folders and recipes' outputs, and paths that may also be hub ids (training recipes' models and data,
+eval subagents' models)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,26 @@ from terminus.eval.cells import CellError
 from terminus.eval.grid import check_models
 
 
-def test_config_paths_are_taken_from_the_repository_root(tmp_path, monkeypatch):
+def test_config_paths_come_from_the_working_folder_then_the_repository_root(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert resolve("configs/config.yaml") == ROOT / "configs" / "config.yaml"
-    assert resolve("not/there") == ROOT / "not" / "there"  # whether or not it exists
+    assert resolve("configs/config.yaml") == ROOT / "configs" / "config.yaml"  # shipped: found from any folder
+    assert resolve("not/there") == tmp_path / "not" / "there"  # made nowhere yet: an output, here
     assert resolve(tmp_path / "x") == tmp_path / "x"
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "config.yaml").write_text("run: mine\n")
+    assert resolve("configs/config.yaml") == tmp_path / "configs" / "config.yaml"  # this checkout's own
+
+
+def test_a_second_checkout_writes_its_runs_and_models_into_itself(tmp_path, monkeypatch):
+    """Two checkouts sharing one virtual environment: the package is the first's, the work is the second's."""
+    from terminus.config import run_dir
+    from terminus.train.sft import parse
+
+    monkeypatch.chdir(tmp_path)
+    assert run_dir({"run": "smoke"}) == tmp_path / "results" / "smoke"
+    recipe = ROOT / "configs" / "sft" / "tiny.yaml"
+    _, training_args, _ = parse(["--config", str(recipe), "--output_dir", "results/smoke/models/sft"])
+    assert training_args.output_dir == str(tmp_path / "results" / "smoke" / "models" / "sft")
 
 
 def test_a_path_that_exists_becomes_absolute_and_a_hub_id_stays(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """Experiment configs: read, validate against configs/schema/config.schema.yaml, fill defaults, hash. Also the
-repository root (`ROOT`) and how paths given relative to it are found (`resolve`, `resolve_model`).
+repository root (`ROOT`) and how relative paths are found (`resolve`, `resolve_model`: the working folder first).
 
 Imported by the agent loop and every stage, so only light modules load at import time (jsonschema takes
 seconds to import; it loads when a config is read)."""
@@ -118,9 +118,15 @@ PATH_KEYS = (
 
 
 def resolve(path: str | Path) -> Path:
-    """A config path: absolute as is, relative to the repository root otherwise (so any cwd works)."""
+    """A path the user gave: absolute as is; else from the working folder, where it exists there or nowhere (so a
+    run's outputs land in the checkout it was started in), else from the repository root (the configs shipped with
+    the package, found from any working folder). Taking everything from the root let a second checkout sharing one
+    virtual environment write its models into the first checkout's results/ and resume from its checkpoints."""
     path = Path(path).expanduser()
-    return path if path.is_absolute() else ROOT / path
+    if path.is_absolute():
+        return path
+    here = Path.cwd() / path
+    return ROOT / path if not here.exists() and (ROOT / path).exists() else here
 
 
 def resolve_model(name: str | Path) -> str:
@@ -175,7 +181,8 @@ def git_commit() -> str:
 
 
 def run_dir(config: dict) -> Path:
-    return ROOT / "results" / config["run"]
+    """results/<run> in the working folder: the checkout the command was started in."""
+    return Path.cwd() / "results" / config["run"]
 
 
 def stamp(config: dict) -> dict:

@@ -26,8 +26,9 @@ def tasks_build(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Build the corpus: synthetic projects, registry mutants, manifests; queries; splits by repository."""
-    from terminus.tasks.build import CorpusError, build_corpus, corpus_stats, format_stats
+    from terminus.tasks.build import build_corpus
     from terminus.tasks.manifest import ManifestError
+    from terminus.tasks.splits import CorpusError, corpus_stats, format_stats
 
     cfg = _config(config)
     try:

@@ -203,8 +203,8 @@ def tasks_command(
     """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances."""
     from terminus.io import write_text_atomic
     from terminus.swe.corpus import label_distribution, tasks_for
-    from terminus.tasks.build import assign_splits, format_stats
     from terminus.tasks.record import write_tasks
+    from terminus.tasks.splits import assign_splits, format_stats
 
     chosen = _repair_instances(instances) if instances else _instances(dataset, benchmark, split, None)
     observed = (_json_object(report, "--report").get("observed") if report else None) or {}

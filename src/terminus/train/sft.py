@@ -16,7 +16,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from terminus.agent.template import TemplateError, describe, install
-from terminus.config import ROOT, resolve_model
+from terminus.config import resolve_model
 from terminus.io import append_jsonl, write_jsonl_atomic
 
 log = logging.getLogger(__name__)
@@ -281,8 +281,8 @@ def parse_recipe(dataclasses: tuple, argv: list[str]):
         if not torch.cuda.is_available():
             argv = [*argv, "--use_cpu", "true"]
     script_args, training_args, model_args = TrlParser(dataclasses).parse_args_and_config(argv)
-    if not Path(training_args.output_dir).is_absolute():  # recipes name folders relative to the repository
-        training_args.output_dir = str(ROOT / training_args.output_dir)
+    if not Path(training_args.output_dir).is_absolute():  # recipes name folders relative to the working folder
+        training_args.output_dir = str(Path.cwd() / training_args.output_dir)
     return script_args, training_args, model_args
 
 
