@@ -177,7 +177,8 @@ class ExecutionSubagent:
             self.traj.policy_retries += int(getattr(err, "retries", 0) or 0)  # a failed call's retries count too
             self.traj.termination = "crash"
             self.traj.error = f"{type(err).__name__}: {err}"
-        self._save()
+        finally:  # an interrupt (Ctrl-C, a job's SIGTERM as KeyboardInterrupt) keeps the reply it cut off
+            self._save()
         return self.traj
 
     def _limits(self) -> dict:
