@@ -134,9 +134,9 @@ def resolve_model(name: str | Path) -> str:
     that exists, from the working directory or else from the repository root, as an absolute path; anything else
     as given, so that a hub id such as `Qwen/Qwen3-4B` stays one."""
     given = Path(name).expanduser()
-    for path in (given.absolute(), resolve(given)):
-        if path.exists():
-            return str(path)
+    path = resolve(given)  # from the working folder first, as `resolve` now takes every relative path
+    if path.exists():
+        return str(path)
     return str(given) if given.is_absolute() else str(name)
 
 

@@ -56,15 +56,19 @@ def bind_args(binds: list[str]) -> list[str]:
     return args
 
 
+def _bin_prefix(entry: str) -> str | None:
+    """The folder whose `bin` a PATH entry is (`/a/venv/bin/` -> `/a/venv`), or None."""
+    folder = entry.rstrip("/")
+    return os.path.dirname(folder) if folder.startswith("/") and os.path.basename(folder) == "bin" else None
+
+
 def venvs_on_path(path_var: str) -> dict[str, str]:
     """Host prefix -> inside prefix for each Python virtual environment whose `bin` folder is on PATH, in PATH
     order: TOOLCHAINS/venv, TOOLCHAINS/venv-2, ..."""
     venvs: dict[str, str] = {}
     for entry in path_var.split(":"):
-        folder = entry.rstrip("/")
-        prefix = os.path.dirname(folder)
-        is_bin = folder.startswith("/") and os.path.basename(folder) == "bin"
-        if is_bin and prefix not in venvs and os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
+        prefix = _bin_prefix(entry)
+        if prefix and prefix not in venvs and os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
             venvs[prefix] = f"{TOOLCHAINS}/venv" + (f"-{len(venvs) + 1}" if venvs else "")
     return venvs
 
@@ -73,8 +77,8 @@ def inside_path(path_var: str, venvs: dict[str, str]) -> str:
     """PATH with each virtual environment's `bin` folder at its inside prefix."""
     entries = []
     for entry in path_var.split(":"):
-        prefix = os.path.dirname(entry.rstrip("/"))
-        entries.append(f"{venvs[prefix]}/bin" if prefix in venvs and entry.rstrip("/").endswith("/bin") else entry)
+        prefix = _bin_prefix(entry)
+        entries.append(f"{venvs[prefix]}/bin" if prefix in venvs else entry)
     return ":".join(entries)
 
 
