@@ -1,11 +1,11 @@
-"""The easy-reward GRPO check (`terminus.train.easy_reward`) on a trained model: GRPO's own main, rollout and masks
-with the reward "the fewer commands before the final answer the better" (and none pays nothing), on which the
-model's samples differ. Writes
-results/benchmarks/easy_reward.json: {steps, first, last, margin, passed, turns_first, turns_last, rewards, ...};
+"""The easy-reward GRPO check (`terminus.train.easy_reward`) on a trained model: one step of GRPO's own main,
+rollout, masks and optimizer per direction (what the policy writes, rewarded shorter and then longer), each measured
+on its own samples before and after the step. Writes results/benchmarks/easy_reward.json: {steps, first, last,
+margin, passed, directions: {shorter, longer}: {first, last, rise, correlation, rewards, logp_change, passed}};
 `benchmarks/learning.py` reads {steps, first, last, passed} from it.
 
     python benchmarks/easy_reward.py --model results/learning-0/models/sft-merged \
-        --tasks results/learning-0/tasks/valid.jsonl [--steps 16] [--margin 0.25]
+        --tasks results/learning-0/tasks/valid.jsonl [--margin 0.5]
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ def main() -> int:
     ap.add_argument("--model", type=Path, required=True, help="A trained model folder (an SFT export).")
     ap.add_argument("--tasks", type=Path, required=True, help="Its validated task file (training split used).")
     ap.add_argument("--recipe", type=Path, default=Path("configs/grpo/tiny-learning.yaml"))
-    ap.add_argument("--steps", type=int, default=16)
-    ap.add_argument("--learning-rate", type=float, default=1e-3, help="Higher than the recipe's: a check, not a run.")
     ap.add_argument("--tasks-per-run", type=int, default=8, help="Training tasks drawn with the seed.")
-    ap.add_argument("--margin", type=float, default=0.25, help="The best quarter's reward minus the first's.")
+    margin = "Pearson r of the step's log-probability changes with the rewards, in each direction."
+    ap.add_argument("--margin", type=float, default=0.5, help=margin)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     if not (args.model / "config.json").is_file():
@@ -36,11 +35,10 @@ def main() -> int:
         raise SystemExit(f"--tasks {args.tasks}: no such file")
     with tempfile.TemporaryDirectory() as tmp:
         argv = ["--config", str(args.recipe), "--model_name_or_path", str(args.model), "--tasks_file", str(args.tasks),
-                "--output_dir", tmp, "--max_steps", str(args.steps), "--learning_rate", str(args.learning_rate),
                 "--max_tasks", str(args.tasks_per_run),
                 "--spread_candidates", "0", "--before_after_samples", "0", "--seed", str(args.seed),
                 "--report_to", "none", "--save_strategy", "no"]  # fmt: skip
-        result = easy_reward_check(argv, args.margin)
+        result = easy_reward_check(argv, Path(tmp), args.margin)
     result = {"model": str(args.model), "recipe": str(args.recipe), "git_commit": git_commit(), **result}
     write_result("easy_reward", result)
     return 0 if result["passed"] else 1

@@ -15,13 +15,13 @@ fact_recall, n}, learning_sft: {...}}.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import tempfile
 from pathlib import Path
 
 from benchmark_result import write_result
 from terminus.config import git_commit, schema_default
+from terminus.io import read_jsonl
 from terminus.runspec import SandboxSpec
 from terminus.train import sft
 from terminus.train.evaluate import held_out
@@ -58,8 +58,7 @@ def main() -> int:
                 "--seed", str(args.seed)]  # fmt: skip
         summary = sft.main(*sft.parse(argv))
         export(Path(summary["model"]), tmp / "merged", check_vllm=False)
-        rows = [json.loads(x) for x in (tmp / "sft" / "metrics.jsonl").read_text().splitlines() if x.strip()]
-        losses = [r["loss"] for r in rows if "loss" in r]
+        losses = [r["loss"] for r in read_jsonl(tmp / "sft" / "metrics.jsonl") if "loss" in r]
         common = {"split": "train", "task_ids": chosen, "max_new_tokens": args.max_new_tokens, "concurrency": 2,
                   "sandbox": SandboxSpec(), "max_turns": schema_default("collect", "max_turns")}  # fmt: skip
         overfit = held_out(str(tmp / "merged"), tasks_file, tmp / "fit.jsonl", name="overfit", **common)

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from benchmark_result import write_result
+from terminus.config import ROOT
 
 KEYS = ("final_answer_rate", "fact_recall", "n")
 
@@ -32,7 +33,7 @@ def main() -> int:
         summary = json.loads(path.read_text())
         # a run with --config overrides has its merged config beside it; the smoke run itself is the default's
         merged = run / "config.yaml"
-        config = yaml.safe_load((merged if merged.is_file() else Path("configs/config.yaml")).read_text())
+        config = yaml.safe_load((merged if merged.is_file() else ROOT / "configs" / "config.yaml").read_text())
         rows.append({"run": summary.get("run", run.name), "seed": config.get("seed", 0),
                      **{m: {k: summary[m][k] for k in KEYS} for m in ("base", "sft", "grpo")},
                      "grpo_steps": summary["grpo"]["steps"], "git_commit": summary.get("git_commit")})  # fmt: skip

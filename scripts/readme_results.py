@@ -164,6 +164,11 @@ def figures() -> dict[str, str]:
     out["smoke_sft_final"] = f"{smoke['sft']['final_answer_rate']:.2f}"
     out["smoke_grpo_final"] = f"{smoke['grpo']['final_answer_rate']:.2f}"
     out["smoke_grpo_steps"] = str(smoke["grpo"]["steps"])
+    seeds = _json("smoke_seeds")
+    out["smoke_seeds"] = ", ".join(
+        f"seed {r['seed']} {r['sft']['final_answer_rate']:.2f} -> {r['grpo']['final_answer_rate']:.2f}"
+        for r in seeds["runs"]
+    )
     out["smoke_repair"] = _smoke_repair_sentence(cached)
     learning = _json("learning")
     mean = {
@@ -200,11 +205,11 @@ def figures() -> dict[str, str]:
     out["sft_fit_overfit"] = _pct(fit["overfit"]["fact_recall"])
     out["sft_fit_learning"] = _pct(fit["learning_sft"]["fact_recall"])
     easy = _json("easy_reward")
-    out["easy_first"] = f"{easy['first']:.2f}"
-    out["easy_best"] = f"{easy['best']:.2f}"
-    out["easy_last"] = f"{easy['last']:.2f}"
-    out["easy_turns"] = f"{easy['turns_first']:.1f} to {easy['turns_last']:.1f}"
     out["easy_passed"] = "passes" if easy["passed"] else "fails"
+    out["easy_directions"] = "; ".join(
+        f"{name}: r = {d['correlation']:.2f}, reward {d['first']:.2f} to {d['last']:.2f}"
+        for name, d in easy["directions"].items()
+    )
     probe = _json("learning_probe")["models"]
     out["probe_train_exact"] = _pct(probe["sft"]["train"]["exact_command"])
     out["probe_validation_exact"] = _pct(probe["sft"]["validation"]["exact_command"])

@@ -43,7 +43,7 @@ def test_a_second_checkout_sharing_the_installed_package_resolves_into_itself(tm
     assert resolve_model("results/smoke/export") == str(other / "results" / "smoke" / "export")
     # through the command, as the SFT rule runs it from the checkout's folder: the recipe's relative output folder
     done = subprocess.run(
-        [TERMINUS, "sft", "--config", "configs/sft/tiny.yaml", "--dry_run", "true"],
+        [TERMINUS, "sft", "--recipe", "configs/sft/tiny.yaml", "--dry_run", "true"],
         cwd=other,
         capture_output=True,
         text=True,
@@ -107,7 +107,7 @@ def test_each_turn_limit_and_concurrency_default_lives_in_the_schema():
     assert schema_default("collect", "max_turns") == schema_default("eval", "subagents", "tool_call_limit")
     config = load_config(ROOT / "configs" / "config.yaml")
     assert {s["tool_call_limit"] for s in config["eval"]["subagents"]} == {schema_default("collect", "max_turns")}
-    from terminus.cli_support import EPISODES_AT_ONCE, TURN_LIMIT
+    from terminus.cli.support import EPISODES_AT_ONCE, TURN_LIMIT
 
     assert schema_default("collect", "max_turns") == TURN_LIMIT
     assert schema_default("collect", "concurrency") == EPISODES_AT_ONCE

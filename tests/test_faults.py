@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from builders import TERMINUS, cli_args
 from terminus.cli import app
-from terminus.cli_support import OneLineErrors
+from terminus.cli.support import OneLineErrors
 from terminus.config import ConfigError, load_config
 from terminus.errors import TerminusError
 

@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 import readme
 from mcp_client import server_env, terminus_argv, text_of
 from terminus.cli import app
-from terminus.hosting import use_lines
+from terminus.cli.hosting import use_lines
 from terminus.tasks.synthetic import generate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from builders import TERMINUS, cli_args, synthetic_corpus
 from terminus.collect.runner import run_episode
@@ -123,20 +122,24 @@ def test_exec_with_docker_on_the_demo_project(docker_engine):
 
 
 @pytest.mark.docker
-def test_the_configs_sandbox_image_reaches_every_sandbox_as_an_argument(node_corpus, docker_engine, tmp_path):
-    """`sandbox_image` travels from the config through the command's run spec to the episodes' sandboxes (it went
-    through an environment variable that the CLI wrote and the docker backend read): an image that is not there is
-    the command's one-line error, naming it."""
-    config = tmp_path / "config.yaml"
-    missing = "terminus-no-such-image:0"
-    config.write_text(yaml.safe_dump({"run": "t", "tasks": {}, "sandbox": "docker", "sandbox_image": missing}))
-    env = {k: v for k, v in os.environ.items() if k != "TERMINUS_SANDBOX_IMAGE"} | {"DOCKER_HOST": docker_engine}
-    out = tmp_path / "valid.jsonl"
-    command = [TERMINUS, *cli_args("tasks validate", tasks=node_corpus, out=out, config=config, quiet=True)]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 2 and done.stderr == f"error: docker image {missing!r} is not present locally " + (
-        "(build it; no registry is used)\n"
-    )
-    config.write_text(yaml.safe_dump({"run": "t", "tasks": {}, "sandbox": "docker", "sandbox_image": None}))
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)  # the host image
+def test_the_configs_sandbox_image_reaches_the_docker_backend(tmp_path, docker_engine):
+    """`sandbox_image` travels down from the config as an argument (no environment variable carries it): an image
+    the engine lacks is named in one line, the registry-free one runs the task."""
+    synthetic = {"languages": ["node"], "repos_per_language": 1, "variants": ["fail"]}
+    env = os.environ | {"DOCKER_HOST": docker_engine}
+
+    def collect(image: str) -> tuple[subprocess.CompletedProcess, Path]:
+        root = tmp_path / image.split(":")[1]
+        root.mkdir()
+        splits = {"train": 1.0, "val": 0.0, "test": 0.0}
+        tasks = synthetic_corpus(root, synthetic, splits, sandbox="docker", sandbox_image=image)
+        out = root / "trajectories.jsonl"
+        args = cli_args("collect", tasks=tasks, out=out, splits="train", config=root / "config.yaml", quiet=True)
+        return subprocess.run([TERMINUS, *args], capture_output=True, text=True, env=env, timeout=300), out
+
+    done, _ = collect("terminus-sandbox:absent")
+    assert done.returncode != 0 and "docker image 'terminus-sandbox:absent' is not present locally" in done.stderr
+    done, out = collect("terminus-sandbox:host")
     assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records and {(r["backend"], r["termination"]) for r in records} == {("docker", "final_answer")}

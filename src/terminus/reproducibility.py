@@ -143,13 +143,27 @@ def compare_runs(a: Path, b: Path, parts: tuple[str, ...], names: list[str] | No
     files of `parts` either run has, or only `names`."""
     a, b = Path(a), Path(b)
     names = sorted(names if names is not None else set(compared_files(a, parts)) | set(compared_files(b, parts)))
+    return compare_tables(a, b, names, str(a.resolve().parent.parent), str(b.resolve().parent.parent))
+
+
+def compare_tables(
+    a: Path,
+    b: Path,
+    names: list[str],
+    root_a: str | re.Pattern | None,
+    root_b: str | re.Pattern | None,
+    drop: frozenset[str] = frozenset(),
+) -> dict:
+    """Each of `names` under `a` against the same under `b` (`compare_file`); a table either side lacks differs,
+    its side saying `missing`."""
     identical, differing = [], []
     for name in names:
         pa, pb = a / name, b / name
         if not (pa.is_file() and pb.is_file()):
-            differing.append({"path": name, "line": None, "a": str(pa.is_file()), "b": str(pb.is_file())})
+            side = {"a": "present" if pa.is_file() else "missing", "b": "present" if pb.is_file() else "missing"}
+            differing.append({"path": name, "line": None, **side})
             continue
-        diff = compare_file(pa, pb, str(a.resolve().parent.parent), str(b.resolve().parent.parent))
+        diff = compare_file(pa, pb, root_a, root_b, drop)
         if diff is None:
             identical.append(name)
         else:
@@ -171,14 +185,4 @@ def compare_cached(run: Path, cached: Path, tables: tuple[str, ...] | None = Non
     its checkout. A table either side lacks differs (its side says `missing`)."""
     from terminus.analysis import FILES
 
-    run, cached = Path(run), Path(cached)
-    identical, differing = [], []
-    for name in sorted(tables or FILES.values()):
-        pa, pb = run / name, cached / name
-        if not (pa.is_file() and pb.is_file()):
-            side = {"a": "present" if pa.is_file() else "missing", "b": "present" if pb.is_file() else "missing"}
-            differing.append({"path": name, "line": None, **side})
-            continue
-        diff = compare_file(pa, pb, RUN_PATH, RUN_PATH, drop=STAMPS)
-        (differing.append({"path": name, **diff}) if diff else identical.append(name))
-    return {"identical": identical, "differing": differing}
+    return compare_tables(Path(run), Path(cached), sorted(tables or FILES.values()), RUN_PATH, RUN_PATH, STAMPS)

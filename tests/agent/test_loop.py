@@ -223,6 +223,23 @@ ExecutionSubagent(replies, box, AgentConfig(max_turns=10)).run("q", save_to=__im
     assert record["termination"] is None and record["schema"] == "terminus.trajectory/1"
 
 
+def test_an_interrupt_keeps_the_reply_it_cut_off(box, tmp_path, monkeypatch):
+    """Saved after every turn, and on the way out: Ctrl-C in the middle of a command keeps the call that started it."""
+    out, real = tmp_path / "traj.json", box.run
+
+    def run(command, *args, **kwargs):
+        if "echo two" in command:
+            raise KeyboardInterrupt
+        return real(command, *args, **kwargs)
+
+    monkeypatch.setattr(box, "run", run)
+    with pytest.raises(KeyboardInterrupt):
+        ExecutionSubagent(FixedReplies([call("echo one"), call("echo two")]), box, TEN).run("q", save_to=out)
+    record = json.loads(out.read_text())
+    assert [t["command"] for t in record["turns"]] == ["echo one"]
+    assert "echo two" in record["messages"][-1]["content"] and record["messages"][-1]["role"] == "assistant"
+
+
 @pytest.mark.parametrize(("make", "what"), [(Prompts, "prompt file"), (MainPrompts, "main-agent prompt file")])
 def test_a_prompt_file_without_every_key_is_named(tmp_path, make, what):
     """The subagent's and the main agent's prompts load through one class; each names its own file and keys."""

@@ -277,7 +277,7 @@ def test_one_factory_builds_every_stages_scorer_from_the_config(tmp_path, monkey
     """`terminus judge`, eval and GRPO's reward get their Scorer from `scorer_from_config`: the config's weights,
     judge (its concurrency from the schema) and `group`, one judge cache under the run's folder; eval scores each
     episode alone, so it never asks the group prompt."""
-    from terminus.judge.setup import scorer_from_config
+    from terminus.judge.setup import judge_cache_dir, scorer_from_config
     from terminus.runspec import load_run
 
     monkeypatch.chdir(tmp_path)
@@ -288,11 +288,12 @@ def test_one_factory_builds_every_stages_scorer_from_the_config(tmp_path, monkey
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"run": "r", "tasks": {}, "judge": judge}))
     config = load_run("config.yaml").config
     tasks = {"t": task()}
-    with scorer_from_config(config, tasks) as scorer:
+    cache = judge_cache_dir(config)
+    with scorer_from_config(config, tasks, cache) as scorer:
         assert scorer.group and scorer.config.format_weight == 0.3 and scorer.tasks == tasks
         assert scorer.judge.cache_dir == tmp_path / "results" / "r" / "judge" / "cache"
         assert scorer.judge.concurrency == config["judge"]["concurrency"]  # the schema's 8; no default in the class
-    with scorer_from_config(config, tasks, per_episode=True) as scorer:
+    with scorer_from_config(config, tasks, cache, group=False) as scorer:
         assert not scorer.group and scorer.judge is not None
-    with scorer_from_config(config, tasks, no_llm=True) as scorer:
+    with scorer_from_config(config, tasks, cache, no_llm=True) as scorer:
         assert scorer.judge is None and scorer.config.format_weight == 0.3

@@ -17,7 +17,7 @@ from builders import synthetic_corpus
 from terminus.agent.loop import DEFAULT_PROMPTS
 from terminus.eval.grid import verify
 from terminus.eval.metrics import command_signatures, rerun_rate
-from terminus.mainagent import reading
+from terminus.mainagent import parse
 from terminus.mainagent.harness import SUBAGENT_TOOL, MainAgentResult, Workbench, run_main_agent
 from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
 from terminus.mainagent.reader import ReaderMainAgent
@@ -230,14 +230,14 @@ def test_reading_takes_the_failure_line_not_the_log_lines():
         "--- FAIL: TestDegreeHoursTypical (0.00s)\n    thermostat_test.go:7: [core] batch 000: 17 records ok\n"
         "    thermostat_test.go:15: DegreeHours(3, 4) = 7, want 12\nFAIL\n[exit code 1]"
     )
-    assert reading.locations(go, files)[0] == ("thermostat_test.go", 15)
-    assert reading.passed(go) is False and reading.passed("ok  \tx\t0.01s\n[exit code 0]") is True
+    assert parse.locations(go, files)[0] == ("thermostat_test.go", 15)
+    assert parse.passed(go) is False and parse.passed("ok  \tx\t0.01s\n[exit code 0]") is True
     c = "tests/test_geo.c:35: FAIL border_tiles(34) == 132, got 34\n"
-    assert reading.locations(c, files, prefer="pkg/geo") == [("pkg/geo/tests/test_geo.c", 35)]
+    assert parse.locations(c, files, prefer="pkg/geo") == [("pkg/geo/tests/test_geo.c", 35)]
     node = "  location: '/workspace/test/geometry.test.js:11:1'\n    at Ctx (/workspace/test/geometry.test.js:13:10)"
-    assert reading.locations(node, files) == [("test/geometry.test.js", 13), ("test/geometry.test.js", 11)]
-    assert reading.passed("pytest: 2 failed, 5 passed") is False and reading.passed("(no final answer)") is None
+    assert parse.locations(node, files) == [("test/geometry.test.js", 13), ("test/geometry.test.js", 11)]
+    assert parse.passed("pytest: 2 failed, 5 passed") is False and parse.passed("(no final answer)") is None
     lines = ["func DegreeHours(delta, hours int) int {", "\treturn delta + hours", "}"]
-    assert reading.definition("DegreeHours", lines) == 1 and list(reading.body(lines, 1)) == [2]
-    edits = reading.operator_edits("thermostat.go", lines, [2])
+    assert parse.definition("DegreeHours", lines) == 1 and list(parse.body(lines, 1)) == [2]
+    edits = parse.operator_edits("thermostat.go", lines, [2])
     assert [e.new for e in edits] == ["\treturn delta - hours", "\treturn delta * hours"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -100,10 +101,14 @@ def test_listing_and_the_shell_state_are_untouched(sandbox_factory):
     assert box.read_file("top") == "still works\n"
 
 
-def test_a_write_moves_the_modification_time_on(sandbox_factory):
-    """Two writes within one second still leave different whole-second mtimes (what .pyc checks compare)."""
+def test_a_write_moves_the_modification_time_on_and_never_into_the_future(sandbox_factory):
+    """Two writes within one second still leave different whole-second mtimes (what .pyc checks compare), and no
+    write leaves a modification time ahead of the clock: make run within that second warned of clock skew, so the
+    output an agent read (and the tables) changed with load."""
     box = sandbox_factory()
     box.write_file("m.py", "x = 1\n")
     first = int(os.stat(box.workspace / "m.py").st_mtime)
-    box.write_file("m.py", "x = 2\n")
+    for n in range(3):
+        box.write_file("m.py", f"x = {n + 2}\n")
+        assert os.stat(box.workspace / "m.py").st_mtime <= time.time()
     assert int(os.stat(box.workspace / "m.py").st_mtime) > first

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from terminus.swe.parsers import ParserError, normalise_test_id, parse_log, resolve
+from terminus.swe.parsers import ParserError, normalise_test_id, parse_log, parser_for
 
 from .repos import DATA
 
@@ -148,6 +148,6 @@ def test_trx_sample_in_a_test_log():
 
 def test_unknown_parser_and_timing_suffixes():
     with pytest.raises(ParserError, match="unknown log parser 'nunit'"):
-        resolve("nunit")
+        parser_for("nunit")
     assert normalise_test_id("adds numbers [1.3 ms]") == "adds numbers"
     assert normalise_test_id("adds numbers (5ms)") == "adds numbers"

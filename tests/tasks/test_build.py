@@ -12,8 +12,9 @@ import yaml
 
 from terminus.config import ROOT, ConfigError, load_config
 from terminus.runspec import load_run
-from terminus.tasks.build import assign_splits, build_corpus
+from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks
+from terminus.tasks.splits import assign_splits
 
 
 def small_config(tmp_path: Path, registry_cache: Path | None = None, **synthetic) -> dict:

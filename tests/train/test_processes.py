@@ -12,7 +12,7 @@ from terminus.config import ROOT
 
 def test_grpo_under_several_processes_is_refused_in_one_line(tmp_path):
     env = {**os.environ, "WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0"}
-    argv = [TERMINUS, "grpo", "--config", str(ROOT / "configs/grpo/tiny.yaml"), "--output_dir", str(tmp_path / "g")]
+    argv = [TERMINUS, "grpo", "--recipe", str(ROOT / "configs/grpo/tiny.yaml"), "--output_dir", str(tmp_path / "g")]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()

@@ -115,3 +115,26 @@ def test_a_resumed_segment_drops_the_steps_it_redoes_and_a_cut_last_line(tmp_pat
     callback.on_log(None, State(3), None, logs={"reward": 0.9})
     published = rows(publish_metrics(tmp_path))
     assert [(r["step"], r["reward"]) for r in published] == [(1, 0.1), (2, 0.2), (3, 0.9)]
+
+
+def test_checkpoints_of_other_inputs_are_moved_aside_not_resumed(tmp_path):
+    """A recipe edited (or a starting model made again) between two runs into one output_dir: the new run starts
+    fresh and the old checkpoints and log are kept under superseded/; the same inputs resume (a resubmitted job)."""
+    from terminus.train.sft import RESUME_INPUTS, resume_point
+
+    out = tmp_path / "grpo"
+    first = {"recipe": {"learning_rate": 1e-4, "beta": 0.0}, "model": "aaa"}
+    assert resume_point(str(out), first) is None  # nothing to resume yet; the inputs are recorded
+    (out / "checkpoint-6").mkdir()
+    (out / "checkpoint-6" / "trainer_state.json").write_text("{}")
+    (out / LIVE_LOG).write_text('{"step": 1}\n')
+    assert resume_point(str(out), first) == str(out / "checkpoint-6")  # same inputs: resumed
+    edited = {"recipe": {"learning_rate": 2e-5, "beta": 0.2}, "model": "aaa"}
+    assert resume_point(str(out), edited) is None
+    kept = out / "superseded" / "0"
+    assert (kept / "checkpoint-6" / "trainer_state.json").is_file() and (kept / LIVE_LOG).is_file()
+    assert json.loads((kept / RESUME_INPUTS).read_text()) == first and not (out / "checkpoint-6").exists()
+    assert json.loads((out / RESUME_INPUTS).read_text()) == edited
+    (out / "checkpoint-2").mkdir()
+    assert resume_point(str(out), {**edited, "model": "bbb"}) is None  # the SFT model made again
+    assert (out / "superseded" / "1" / "checkpoint-2").is_dir()

@@ -25,6 +25,6 @@ rule grpo:
         mem_mb=128000,
         runtime=1440,
     shell:
-        "terminus grpo --config {input.recipe} --model_name_or_path {input.model} --tasks_file {input.tasks} "
-        "--references {input.references} --experiment_config {params.config} --output_dir {params.out} "
+        "terminus grpo --recipe {input.recipe} --model-name-or-path {input.model} --tasks-file {input.tasks} "
+        "--references {input.references} --experiment-config {params.config} --output-dir {params.out} "
         "--seed {params.seed} > {log} 2>&1"

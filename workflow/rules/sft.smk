@@ -44,5 +44,5 @@ rule sft:
         mem_mb=64000,
         runtime=720,
     shell:
-        "terminus sft --config {input.recipe} --model_name_or_path {params.base} --dataset_path {input.data} "
-        "--output_dir {params.out} --seed {params.seed} > {log} 2>&1"
+        "terminus sft --recipe {input.recipe} --model-name-or-path {params.base} --dataset-path {input.data} "
+        "--output-dir {params.out} --seed {params.seed} > {log} 2>&1"

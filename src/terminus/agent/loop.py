@@ -2,10 +2,7 @@
 
 Contract (the paper's): one command per turn through the terminal tool, an explicit timeout on each call, a
 turn limit whose last turn asks for the final answer, and on a timeout the tool is withdrawn, the final
-answer forced, and a note appended for the main agent. With `run(save_to=FILE)` (`terminus exec --trajectory`)
-the record is written atomically after every turn and once more when the episode ends, however it ends (in a
-`finally`, as mini-swe-agent saves): an interrupted run leaves the turns it finished. The stages keep whole
-episodes instead, in their resumable JSON-lines files as each episode ends (`collect.runner`).
+answer forced, and a note appended for the main agent. The trajectory is saved after every turn.
 """
 
 from __future__ import annotations
@@ -163,13 +160,6 @@ class ExecutionSubagent:
             self.on_message(message)
         self._consecutive_errors = 0
         try:
-            self._loop()
-        finally:  # however the episode ends (an interrupt too), the saved record has every turn it finished
-            self._save()
-        return self.traj
-
-    def _loop(self) -> None:
-        try:
             while True:
                 self.step()
         except Exit as done:
@@ -188,6 +178,9 @@ class ExecutionSubagent:
             self.traj.policy_retries += int(getattr(err, "retries", 0) or 0)  # a failed call's retries count too
             self.traj.termination = "crash"
             self.traj.error = f"{type(err).__name__}: {err}"
+        finally:  # an interrupt (Ctrl-C, a job's SIGTERM as KeyboardInterrupt) keeps the reply it cut off
+            self._save()
+        return self.traj
 
     def _limits(self) -> dict:
         return {"max_turns": self.config.max_turns}

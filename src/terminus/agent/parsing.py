@@ -65,10 +65,6 @@ def parse_tool_calls(message: dict) -> list[ToolCall]:
     return calls
 
 
-def has_final_answer(text: str) -> bool:
-    return bool(_FINAL.search(strip_thinking(text or "")))
-
-
 def final_answer_text(text: str) -> str | None:
     match = _FINAL.search(strip_thinking(text or ""))
     return match.group(1).strip() if match else None

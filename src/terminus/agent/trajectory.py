@@ -1,5 +1,6 @@
-"""The trajectory record (contract in docs/ARCHITECTURE.md): what the stages keep of each episode, and what
-`ExecutionSubagent.run(save_to=...)` writes atomically after every turn."""
+"""The trajectory record (contract in docs/ARCHITECTURE.md). The loop writes it atomically after every turn and on
+the way out, interrupts included, when given a file (`ExecutionSubagent.run(save_to=...)`, `terminus exec
+--trajectory`); the stages write the records they collect themselves."""
 
 from __future__ import annotations
 

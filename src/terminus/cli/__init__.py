@@ -8,21 +8,16 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli_support import OneLineErrors
-from terminus.errors import set_debug
-from terminus.runspec import RunSpec, SandboxSpec
+from terminus.cli.support import OneLineErrors
+from terminus.cli.swe import app as swe_app
+from terminus.errors import TerminusError, set_debug
+from terminus.runspec import RunSpec, SandboxSpec, load_run
 from terminus.sandbox import BACKENDS
-from terminus.swe.cli import app as swe_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, cls=OneLineErrors)
 app.add_typer(swe_app, name="swe", help="SWE-bench-family instances: grade, validate, corpus tasks.")
 tasks_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build and validate the task corpus.")
 app.add_typer(tasks_app, name="tasks")
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 def _version(value: bool) -> None:
@@ -46,14 +41,8 @@ def _options(
 def _run(path: Path | None, sandbox: str | None = None) -> RunSpec:
     """The run's spec, built once per command and handed down: the config (validated, every default filled) and its
     sandbox (`sandbox`, a --sandbox flag, over the config's backend; the config's image)."""
-    from terminus.config import ConfigError
-    from terminus.runspec import load_run
-
     _check_backend(sandbox)
-    try:
-        return load_run(path, sandbox)
-    except ConfigError as err:
-        _fail(str(err))
+    return load_run(path, sandbox)
 
 
 def _sandbox(sandbox: str | None, config: Path | None) -> SandboxSpec:
@@ -67,12 +56,12 @@ def _sandbox(sandbox: str | None, config: Path | None) -> SandboxSpec:
 
 def _check_backend(sandbox: str | None) -> None:
     if sandbox and sandbox not in BACKENDS:
-        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
 
 
 # The commands, registered on `app` as their modules are imported.
 from terminus.cli import agent, corpus, evaluation, judging, training, view  # noqa: E402, F401
-from terminus.hosting import MCP_SETTINGS, mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
+from terminus.cli.hosting import MCP_SETTINGS, mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
 
 app.command("mcp", context_settings=MCP_SETTINGS)(mcp_command)
 app.command("serve")(serve_command)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import BACKENDS, _fail, app
-from terminus.cli_support import (
+from terminus.cli import BACKENDS, app
+from terminus.cli.support import (
     COPY_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,
@@ -25,8 +25,9 @@ from terminus.cli_support import (
     seconds,
 )
 from terminus.config import ROOT
+from terminus.errors import TerminusError
 from terminus.runspec import SandboxSpec
-from terminus.sandbox import SandboxError, default_backend, make_sandbox
+from terminus.sandbox import default_backend, make_sandbox
 
 DEMO_PROJECT = ROOT / "examples" / "demo-project"
 
@@ -44,12 +45,9 @@ def run_command(
     from terminus.agent.terminal import observation
 
     if sandbox and sandbox not in BACKENDS:
-        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
-    try:
-        with make_sandbox(SandboxSpec(sandbox), repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
-            typer.echo(observation(box.run(command, timeout)))
-    except SandboxError as err:
-        _fail(str(err))
+        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+    with make_sandbox(SandboxSpec(sandbox), repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
+        typer.echo(observation(box.run(command, timeout)))
 
 
 @app.command("demo")
@@ -58,14 +56,13 @@ def demo(sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap
     from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
     from terminus.models import make_policy
 
+    if sandbox and sandbox not in BACKENDS:
+        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     backend = sandbox or default_backend()
     query = "Run the unit tests and tell me what fails and why."
     typer.echo(f"demo project: {DEMO_PROJECT}\nsandbox: {backend}\nmain agent asks: {query}\n")
-    try:
-        with make_sandbox(SandboxSpec(backend), DEMO_PROJECT) as box:
-            traj = ExecutionSubagent(make_policy("scripted"), box, AgentConfig(max_turns=TURN_LIMIT)).run(query)
-    except SandboxError as err:
-        _fail(str(err))
+    with make_sandbox(SandboxSpec(backend), DEMO_PROJECT) as box:
+        traj = ExecutionSubagent(make_policy("scripted"), box, AgentConfig(max_turns=TURN_LIMIT)).run(query)
     tool_outputs = [m["content"] for m in traj.messages if m["role"] == "tool"]
     for turn, output in zip(traj.turns, tool_outputs, strict=False):
         typer.echo(f"$ {turn.command}    # timeout {turn.timeout_ms} ms, took {turn.duration_s:.2f} s")
@@ -172,7 +169,7 @@ def _price(policy: str, model: str | None, price_in, price_out, prices: Path | N
     from terminus.agent.cost import PRICES, Price, find_price
 
     if (price_in is None) != (price_out is None):
-        _fail("--price-in and --price-out go together (dollars per million tokens in and out)")
+        raise TerminusError("--price-in and --price-out go together (dollars per million tokens in and out)")
     if price_in is not None:
         return Price(price_in, price_out, source=f"${price_in:g}/${price_out:g} per million tokens, as given")
     if policy != "openai":
@@ -215,27 +212,26 @@ def exec_subagent(
     On a terminal it shows the turn, the time so far and the command being run; piped, or with --json, it prints
     only the result."""
 
-    from terminus.agent.cost import PriceError, cost_line, cost_summary
+    from terminus.agent.cost import cost_line, cost_summary
     from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
     from terminus.models import make_policy
 
     if not repo.is_dir():
-        _fail(f"--repo {repo} does not exist or is not a folder")
+        raise TerminusError(f"--repo {repo} does not exist or is not a folder")
     if not query.strip():
-        _fail("--query is empty: say what the subagent should do, e.g. --query 'run the tests'")
+        raise TerminusError("--query is empty: say what the subagent should do, e.g. --query 'run the tests'")
     if sandbox and sandbox not in BACKENDS:
-        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     if prices is not None and not prices.is_file():
-        _fail(f"--prices {prices} does not exist")
+        raise TerminusError(f"--prices {prices} does not exist")
     if trajectory is not None and not trajectory.parent.is_dir():
-        _fail(f"--trajectory {trajectory}: the folder {trajectory.parent} does not exist")
-    try:
-        price = _price(policy, model, price_in, price_out, prices)
-    except PriceError as err:
-        _fail(str(err))
+        raise TerminusError(f"--trajectory {trajectory}: the folder {trajectory.parent} does not exist")
+    price = _price(policy, model, price_in, price_out, prices)
     if max_cost is not None and price is None:
         why = f"no price is listed for model {model!r}" if policy == "openai" else f"the {policy} policy has none"
-        _fail(f"--max-cost needs a price: {why} (give --price-in and --price-out, dollars per million tokens)")
+        raise TerminusError(
+            f"--max-cost needs a price: {why} (give --price-in and --price-out, dollars per million tokens)"
+        )
     from terminus.models.openai_compat import PolicyError, api_key_from_env
 
     try:
@@ -243,7 +239,7 @@ def exec_subagent(
         options = endpoint_options(policy, request_timeout, max_retries, key)
         agent_policy = make_policy(policy, model=model, base_url=base_url, **options)
     except (ValueError, PolicyError, OSError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     config = AgentConfig(
         max_turns=max_turns,
         max_tokens=max_tokens,
@@ -253,22 +249,18 @@ def exec_subagent(
     live = not as_json and not verbose and sys.stderr.isatty() and sys.stdout.isatty()
     progress = Progress(max_turns) if live else None
     listeners = [f for f in (progress and progress.message, verbose and verbose_printer()) if f]
-    try:
-        spec = SandboxSpec(sandbox)
-        with make_sandbox(spec, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
-            agent = ExecutionSubagent(
-                agent_policy,
-                box,
-                config,
-                on_command=progress.command if progress else None,
-                on_message=(lambda m: [f(m) for f in listeners]) if listeners else None,
-            )
-            with progress or contextlib.nullcontext():
-                traj = agent.run(query, description, save_to=trajectory)
-    except SandboxError as err:
-        _fail(str(err))
+    with make_sandbox(SandboxSpec(sandbox), repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
+        agent = ExecutionSubagent(
+            agent_policy,
+            box,
+            config,
+            on_command=progress.command if progress else None,
+            on_message=(lambda m: [f(m) for f in listeners]) if listeners else None,
+        )
+        with progress or contextlib.nullcontext():
+            traj = agent.run(query, description, save_to=trajectory)
     if traj.termination == "crash":  # e.g. the endpoint went away: one line, non-zero exit
-        _fail(f"the episode crashed: {traj.error}")
+        raise TerminusError(f"the episode crashed: {traj.error}")
     cost = cost_summary(traj, price, policy in ("transformers", "vllm"))
     if as_json:
         typer.echo(json.dumps(traj.to_dict() | {"cost": cost}, ensure_ascii=False))
@@ -289,7 +281,7 @@ def tiny_model(
     from terminus.train.tiny import build_tiny_model, corpus_texts
 
     if corpus is not None and not corpus.is_file():
-        _fail(f"--corpus {corpus} does not exist")
+        raise TerminusError(f"--corpus {corpus} does not exist")
     texts = corpus_texts(corpus) if corpus is not None else None
     path = build_tiny_model(out, texts=texts, seed=seed, hidden_size=hidden_size, layers=layers)
     typer.echo(f"tiny model written to {path}")

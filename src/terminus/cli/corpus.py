@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import BACKENDS, _fail, _run, _sandbox, app, tasks_app
-from terminus.cli_support import (
+from terminus.cli import BACKENDS, _run, _sandbox, app, tasks_app
+from terminus.cli.support import (
     EPISODES_AT_ONCE,
     FORCE_HELP,
     REQUEST_TIMEOUT_HELP,
@@ -18,6 +18,7 @@ from terminus.cli_support import (
     outcome_line,
     seconds,
 )
+from terminus.errors import TerminusError
 
 
 @tasks_app.command("build")
@@ -27,14 +28,15 @@ def tasks_build(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Build the corpus: synthetic projects, registry mutants, manifests; queries; splits by repository."""
-    from terminus.tasks.build import CorpusError, build_corpus, corpus_stats, format_stats
+    from terminus.tasks.build import build_corpus
     from terminus.tasks.manifest import ManifestError
+    from terminus.tasks.splits import CorpusError, corpus_stats, format_stats
 
     run = _run(config)
     try:
         tasks = build_corpus(run, out, show_progress=not quiet)
     except (CorpusError, ManifestError, ValueError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     typer.echo(format_stats(corpus_stats(tasks)))
     typer.echo(f"wrote {out}")
 
@@ -54,7 +56,6 @@ def tasks_validate(
 ) -> None:
     """Run the scripted expert on every task; keep the tasks whose facts its answer states, report the rest."""
     from terminus.collect.validate import validate_tasks
-    from terminus.tasks.record import TaskFileError
 
     report = report or out.with_suffix(".validation.json")
     if config is None:
@@ -62,19 +63,16 @@ def tasks_validate(
     else:
         run = _run(config, sandbox)
         spec, max_turns = run.sandbox, run.collect.max_turns  # the teacher's turn limit
-    try:
-        result = validate_tasks(
-            tasks,
-            out,
-            report,
-            sandbox=spec,
-            max_turns=max_turns,
-            concurrency=concurrency,
-            show_progress=not quiet,
-            force=force,
-        )
-    except TaskFileError as err:
-        _fail(str(err))
+    result = validate_tasks(
+        tasks,
+        out,
+        report,
+        sandbox=spec,
+        max_turns=max_turns,
+        concurrency=concurrency,
+        show_progress=not quiet,
+        force=force,
+    )
     typer.echo(
         f"{result['kept']} of {result['tasks']} tasks reproduce their ground truth; "
         f"{result['dropped']} dropped (see {report})"
@@ -128,7 +126,7 @@ def collect_command(
                 retry_failed=retry_failed,
             )
     except (TaskFileError, PolicyError, ServeError, ValueError, OSError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     typer.echo(outcome_line(records, out, "trajectories"))
     if any(r["termination"] == "crash" for r in records):
         raise typer.Exit(1)  # the file is written; a rerun retries the crashed episodes
@@ -164,6 +162,6 @@ def sft_data(
             seed=seed,
         )
     except (TaskFileError, FileNotFoundError, ValueError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     typer.echo(f"train {counts['train']}, validation {counts['validation']}; dropped {counts['dropped']}")
     typer.echo(f"by language {counts['by_language']}\nby type {counts['by_type']}\nby source {counts['by_source']}")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import _fail, _run, app
-from terminus.cli_support import (
+from terminus.cli import _run, app
+from terminus.cli.support import (
     FORCE_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,
@@ -16,7 +16,8 @@ from terminus.cli_support import (
     override_endpoint_limits,
     seconds,
 )
-from terminus.judge.setup import scorer_from_config
+from terminus.errors import TerminusError
+from terminus.judge.setup import judge_cache_dir, scorer_from_config
 
 
 @app.command("eval")
@@ -40,24 +41,22 @@ def eval_command(
     """Run grid cells (resumable), each with its subagent loaded or served once; without --cell, every cell and
     then per-cell metrics with bootstrap intervals and paired differences."""
     from terminus.collect.provenance import file_sha256
-    from terminus.eval.cells import CellError
     from terminus.eval.grid import check_models, run_cell, run_grid
     from terminus.io import read_jsonl
-    from terminus.tasks.record import TaskFileError, load_tasks
+    from terminus.tasks.record import load_tasks
 
     run = _run(config)
     cfg = override_endpoint_limits(run.config, "eval", request_timeout, max_retries)
     out = out or run.run_dir / "eval"
-    try:
-        task_map = {t.id: t for t in load_tasks(tasks)}
-        check_models(cfg["eval"], cell or None)
-    except (TaskFileError, CellError) as err:
-        _fail(str(err))
+    task_map = {t.id: t for t in load_tasks(tasks)}
+    check_models(cfg["eval"], cell or None)
     inputs = {"config_hash": cfg["_hash"], "tasks_sha256": file_sha256(tasks), "no_llm": no_llm}
     resume = {"force": force, "retry_failed": retry_failed, "provenance": inputs}
     refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
-    # each execution episode is scored as it ends (per_episode): the single-candidate prompt, never a group
-    with scorer_from_config(cfg, task_map, references=refs, no_llm=no_llm, per_episode=True) as scorer:
+    # group=False: eval has always scored each episode alone, whatever judge.group says
+    with scorer_from_config(
+        cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs, group=False
+    ) as scorer:
         try:
             if cell:
                 for name in cell:
@@ -66,7 +65,7 @@ def eval_command(
                 return
             run_grid(run, tasks, out, scorer, show_progress=not quiet, resume=resume)
         except ValueError as err:
-            _fail(str(err))
+            raise TerminusError(str(err)) from err
     _eval_summary(cfg, out)
 
 
@@ -88,7 +87,7 @@ def _eval_summary(cfg: dict, out: Path) -> None:
     try:
         records = merge_cells(cfg, out)
     except ValueError as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     rows = summarise(records, stamp(cfg))
     write_csv(rows, out / "summary.csv")
     typer.echo(f"{len(records)} episodes; {len(rows)} cells in {out / 'summary.csv'}")
@@ -108,6 +107,6 @@ def case_study_command(
     try:
         study = case_study(read_jsonl(records), task, subagent)
     except (FileNotFoundError, ValueError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     write_json_atomic(out, study)
     typer.echo(json.dumps({k: v for k, v in study.items() if k != "with_subagent"}, indent=1))

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import _fail, _run, app
-from terminus.cli_support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
-from terminus.judge.setup import judge_from_config, scorer_from_config
+from terminus.cli import _run, app
+from terminus.cli.support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
+from terminus.errors import TerminusError
+from terminus.judge.setup import judge_cache_dir, judge_from_config, scorer_from_config
 
 
 @app.command("judge")
@@ -35,12 +36,13 @@ def judge_command(
         records = read_jsonl(trajectories)
         refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
     except (TaskFileError, FileNotFoundError) as err:
-        _fail(str(err))
-    with scorer_from_config(cfg, task_map, references=refs, no_llm=no_llm) as scorer:
+        raise TerminusError(str(err)) from err
+    # a bad judge.scorer is a ScorerConfigError: OneLineErrors prints it in one line, before any judge is served
+    with scorer_from_config(cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs) as scorer:
         try:
             verdicts = scorer.score(records)
         except KeyError as err:
-            _fail(str(err))
+            raise TerminusError(str(err)) from err
     write_jsonl_atomic(out, verdicts)
     mean = sum(v["reward"] for v in verdicts) / max(1, len(verdicts))
     bad = sum(v["judge_unparseable"] for v in verdicts)
@@ -67,7 +69,7 @@ def judge_validity(
         task_map = {t.id: t for t in load_tasks(tasks)}
         records = [r for r in read_jsonl(trajectories) if r.get("task_id") in task_map]
     except (TaskFileError, FileNotFoundError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     judge_cfg = cfg["judge"]
     note = ""
     if not judge_cfg.get("endpoint") and judge_cfg.get("serve"):
@@ -78,7 +80,7 @@ def judge_validity(
         )
     elif not judge_cfg.get("endpoint"):
         note = "No LLM judge configured (judge.endpoint and judge.serve are null): fact checker only."
-    with judge_from_config(cfg) as judge:
+    with judge_from_config(cfg, judge_cache_dir(cfg)) as judge:
         report = validity_report(
             records, task_map, judge, llm_pairs=judge_cfg["validity_llm_pairs"], seed=cfg.get("seed", 0), note=note
         )

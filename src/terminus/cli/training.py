@@ -4,39 +4,71 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 from pathlib import Path
 
 import typer
 
-from terminus.cli import BACKENDS, _fail, _run, app
-from terminus.cli_support import TURN_LIMIT
+from terminus.cli import BACKENDS, _run, app
+from terminus.cli.support import TURN_LIMIT
+from terminus.errors import TerminusError
+
+logger = logging.getLogger(__name__)
 
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
 
 def _run_recipe(stage: str, trl_config: str, args: list[str]) -> None:
-    """`terminus <stage> --config configs/<stage>/<recipe>.yaml [--key value ...]`: terminus.train.<stage>'s parse
-    and main, the arguments passed through to TRL's parser."""
-    module = importlib.import_module(f"terminus.train.{stage}")
+    """`terminus <stage> --recipe configs/<stage>/<recipe>.yaml [--key value ...]`: terminus.train.<stage>'s parse
+    and main, the arguments passed through to TRL's parser (which takes `--key_name` and `--key-name` alike)."""
     if not args or args[0] in ("-h", "--help"):
-        usage = f"terminus {stage} --config configs/{stage}/<recipe>.yaml [--key value ...]"
-        typer.echo(f"usage: {usage}  (TRL {trl_config} keys)")
+        usage = f"terminus {stage} --recipe configs/{stage}/<recipe>.yaml [--key value ...]"
+        typer.echo(f"usage: {usage}  (TRL {trl_config} keys, as --key_name or --key-name)")
         raise typer.Exit(0)
+    argv = trl_argv(stage, args)
+    module = importlib.import_module(f"terminus.train.{stage}")  # torch and TRL: only once the flags are sound
     try:
-        module.main(*module.parse(args))
+        module.main(*module.parse(argv))
     except (FileNotFoundError, ValueError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
+
+
+def trl_argv(stage: str, args: list[str]) -> list[str]:
+    """The arguments as TRL's parser takes them. Everywhere else `--config` names the experiment config, so the
+    TRL recipe is `--recipe` here; TRL's parser reads it from its own `--config` (given as `--config FILE`, never
+    `--config=FILE`). `--config` still works for these two commands, with a warning. Flags are TRL's field names:
+    `--max-steps` is taken as `--max_steps`, so these commands spell flags like every other one."""
+    out: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        if not arg.startswith("--"):
+            out.append(arg)
+            continue
+        flag, eq, value = arg.partition("=")
+        flag = "--" + flag[2:].replace("-", "_")
+        if flag not in ("--recipe", "--config"):
+            out.append(flag + eq + value)
+            continue
+        if flag == "--config":
+            logger.warning("terminus %s: --config is deprecated for the TRL recipe; use --recipe", stage)
+        value = value if eq else next(rest, None)
+        if not value or value.startswith("--"):
+            raise TerminusError(f"{flag} needs a recipe file, e.g. --recipe configs/{stage}/tiny.yaml")
+        if not Path(value).is_file():
+            raise TerminusError(f"--recipe {value} does not exist (the recipes are configs/{stage}/*.yaml)")
+        out += ["--config", value]
+    return out
 
 
 @app.command("sft", context_settings=PASS_THROUGH)
 def sft_command(ctx: typer.Context) -> None:
-    """SFT with TRL: `terminus sft --config configs/sft/tiny.yaml [--key value ...]` (flags override the recipe)."""
+    """SFT with TRL: `terminus sft --recipe configs/sft/tiny.yaml [--key value ...]` (flags override the recipe)."""
     _run_recipe("sft", "SFTConfig", ctx.args)
 
 
 @app.command("grpo", context_settings=PASS_THROUGH)
 def grpo_command(ctx: typer.Context) -> None:
-    """GRPO with TRL, rollouts in sandboxes: `terminus grpo --config configs/grpo/tiny.yaml [--key value ...]`."""
+    """GRPO with TRL, rollouts in sandboxes: `terminus grpo --recipe configs/grpo/tiny.yaml [--key value ...]`."""
     _run_recipe("grpo", "GRPOConfig", ctx.args)
 
 
@@ -54,10 +86,10 @@ def export_command(
     from terminus.train.export import export
 
     if not model.is_dir():
-        _fail(f"--model {model} does not exist")
+        raise TerminusError(f"--model {model} does not exist")
     check = export(model, out, base=base, counts=counts, recipes=recipe, summary=summary, check_vllm=not no_vllm)
     if check["match"] is False:
-        _fail(
+        raise TerminusError(
             f"vLLM loading {check['folder']} scores the check episode {check['max_abs_logprob_diff']} nats a token "
             f"away from the trained model (tolerance {check['tolerance']}, both float32 on {check['device']}): "
             "the export is wrong and was not published"
@@ -94,7 +126,7 @@ def training_summary_command(
     from terminus.train.evaluate import training_summary
 
     if policy not in ("transformers", "vllm"):
-        _fail(f"--policy {policy}: choose transformers or vllm")
+        raise TerminusError(f"--policy {policy}: choose transformers or vllm")
     run = _run(config, sandbox)
     result = training_summary(
         tasks,

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import _fail, app
+from terminus.cli import app
+from terminus.errors import TerminusError
 
 
 @app.command("view")
@@ -18,15 +19,13 @@ def view(
 ) -> None:
     """Write static HTML (no server, nothing loaded from outside) showing each episode: the query, every command with
     its exit status, timing and output, the final answer and the verdict. Open OUT/index.html in any browser."""
-    from terminus.view import ViewError, write_site
+    from terminus.view import write_site
 
     for given, flag in ((verdicts, "--verdicts"), (tasks, "--tasks")):
         if given is not None and not given.is_file():
-            _fail(f"{flag} {given} does not exist")
+            raise TerminusError(f"{flag} {given} does not exist")
     try:
         index = write_site(path, out, verdicts, tasks)
-    except ViewError as err:
-        _fail(str(err))
     except OSError as err:
-        _fail(f"cannot write {out}: {err}")
+        raise TerminusError(f"cannot write {out}: {err}") from err
     typer.echo(f"{index.resolve()}")

@@ -6,12 +6,41 @@ runs one. A cell's name is also its file name under `eval/cells/` and `eval/pred
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+from terminus.errors import TerminusError
+from terminus.runspec import SandboxSpec
+
 SEP = "__"
 LOCAL_MODEL_POLICIES = ("transformers", "vllm")
 
 
-class CellError(ValueError):
+class CellError(TerminusError, ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """What every episode of one cell shares, handed to the episode functions as one argument (they took 9-11
+    positional arguments, in three orders)."""
+
+    main: dict
+    sub: dict
+    benchmark: str
+    seed: int
+    sandbox: SandboxSpec  # the run's; an SWE instance brings its own environment, and the backend from here
+    stamp: dict
+    policy: Any  # the subagent's policy, made once for the cell
+
+    def key(self, task_id: str) -> str:
+        """The record key of this cell's episode on `task_id`."""
+        return record_key(self.main["name"], self.sub["name"], self.benchmark, self.seed, task_id)
+
+
+def record_key(main: str, sub: str, benchmark: str, seed: int, task_id: str) -> str:
+    """An EvalRecord's key: its cell and task (a rerun does only the episodes whose keys are missing)."""
+    return f"{main}|{sub}|{benchmark}|{seed}|{task_id}"
 
 
 def cells(eval_cfg: dict) -> list[tuple[dict, dict, str, int]]:

@@ -25,12 +25,11 @@ from pathlib import Path
 from terminus.agent.trajectory import command_brief
 from terminus.collect.provenance import model_stamp
 from terminus.collect.runner import run_episode, run_jobs
-from terminus.eval.cells import cell_names, find_cell
-from terminus.eval.metrics import rerun_rate
+from terminus.eval.cells import CellRun, cell_names, find_cell
+from terminus.eval.main_episode import SCHEMA, main_agent_record, main_brain
 from terminus.eval.swe_cells import is_swe, swe_episode, swe_instances, write_cell_predictions
-from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent, test_command
+from terminus.mainagent.brains import test_command
 from terminus.mainagent.harness import run_main_agent
-from terminus.mainagent.reader import ReaderMainAgent
 from terminus.mainagent.tokens import TokenCounter
 from terminus.models.openai_compat import api_key_from_env, endpoint_limits
 from terminus.runspec import RunSpec, SandboxSpec
@@ -38,16 +37,6 @@ from terminus.sandbox import make_sandbox
 from terminus.tasks.record import Task, load_tasks
 
 log = logging.getLogger(__name__)
-SCHEMA = "terminus.eval/1"
-
-
-def main_brain(spec: dict):
-    if spec["kind"] == "replay":
-        return ReplayMainAgent()
-    if spec["kind"] == "reader":
-        return ReaderMainAgent()
-    key = api_key_from_env(spec.get("api_key_env"), f"main agent {spec['name']}")
-    return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key, **endpoint_limits(spec))
 
 
 def verify(task: Task, tree: Path, sandbox: SandboxSpec) -> bool:
@@ -57,91 +46,44 @@ def verify(task: Task, tree: Path, sandbox: SandboxSpec) -> bool:
     return result.exit_code == 0 and not result.timed_out
 
 
-def repair_episode(
-    task: Task,
-    tasks_file: Path,
-    main: dict,
-    sub: dict,
-    seed: int,
-    sandbox: SandboxSpec,
-    stamp: dict,
-    tokenizer: str,
-    policy,
-) -> dict:
+def repair_episode(task: Task, cell: CellRun, *, tasks_file: Path, tokenizer: str) -> dict:
     import shutil
 
     start = time.perf_counter()
-    brain = main_brain(main)
-    key = record_key(main["name"], sub["name"], "repair", seed, task.id)
+    key = cell.key(task.id)
     result, tree = run_main_agent(
-        brain,
+        main_brain(cell.main),
         task,
         tasks_file,
-        sandbox=sandbox,
-        subagent_policy=policy,
-        subagent_turns=sub["tool_call_limit"],
+        subagent_policy=cell.policy,
+        sandbox=cell.sandbox,
         counter=TokenCounter(tokenizer),
         episode_id=key,
+        subagent_turns=cell.sub["tool_call_limit"],
     )
-    resolved = verify(task, tree, sandbox) if result.error is None else False
+    resolved = verify(task, tree, cell.sandbox) if result.error is None else False
     shutil.rmtree(tree.parent, ignore_errors=True)
-    return main_agent_record(key, main, sub, "repair", seed, task.id, task.language, task.source, result) | {
+    return main_agent_record(cell, task.id, task.language, task.source, result) | {
         "resolved": float(resolved),
         "wall_s": round(time.perf_counter() - start, 3),
-        **stamp,
+        **cell.stamp,
     }
 
 
-def main_agent_record(
-    key: str, main: dict, sub: dict, bench: str, seed: int, task_id: str, language: str, source: str, result
-) -> dict:
-    """The EvalRecord of a main-agent episode (repair and SWE-family cells), but for its outcome and wall time."""
-    return {
-        "schema": SCHEMA,
-        "key": key,
-        "main_agent": main["name"],
-        "subagent": sub["name"],
-        "benchmark": bench,
-        "seed": seed,
-        "task_id": task_id,
-        "language": language,
-        "source": source,
-        "main_agent_tokens": result.tokens,
-        "main_prompt_tokens": result.prompt_tokens,
-        "main_completion_tokens": result.completion_tokens,
-        "main_agent_turns": result.turns,
-        "direct_terminal_calls": result.direct_terminal_calls,
-        "subagent_calls": result.subagent_calls,
-        "rerun_rate": rerun_rate(result.subagent_episodes, result.direct_commands),
-        "direct_commands": result.direct_commands,
-        "subagent_tokens": result.subagent_tokens,
-        "subagent_turns": result.subagent_turns,
-        "timeouts": result.timeouts,
-        "error": result.error,
-        "subagent_episodes": [{k: v for k, v in e.items() if k != "trajectory"} for e in result.subagent_episodes],
-        "judge_score": None,
-        "fact_precision": None,
-        "fact_recall": None,
-        "hallucinated": None,
-        "reward": None,
-    }
-
-
-def execution_episode(
-    task: Task, tasks_file: Path, main: dict, sub: dict, seed: int, sandbox: SandboxSpec, stamp: dict, scorer, policy
-) -> dict:
+def execution_episode(task: Task, cell: CellRun, *, tasks_file: Path, scorer) -> dict:
     start = time.perf_counter()
-    key = record_key(main["name"], sub["name"], "execution", seed, task.id)
-    turns = sub["tool_call_limit"]
-    traj = run_episode(task, tasks_file, policy, sandbox=sandbox, max_turns=turns, trajectory_id=key).to_dict()
+    key = cell.key(task.id)
+    turns = cell.sub["tool_call_limit"]
+    episode = run_episode(task, tasks_file, cell.policy, sandbox=cell.sandbox, max_turns=turns, trajectory_id=key)
+    traj = episode.to_dict()
     verdict = scorer.score([traj])[0]
     return {
         "schema": SCHEMA,
         "key": key,
-        "main_agent": main["name"],
-        "subagent": sub["name"],
+        "main_agent": cell.main["name"],
+        "subagent": cell.sub["name"],
         "benchmark": "execution",
-        "seed": seed,
+        "seed": cell.seed,
         "task_id": task.id,
         "language": task.language,
         "source": task.source,
@@ -174,12 +116,8 @@ def execution_episode(
         "hallucinated": len(verdict["hallucinated"]),
         "reward": verdict["reward"],
         "wall_s": round(time.perf_counter() - start, 3),
-        **stamp,
+        **cell.stamp,
     }
-
-
-def record_key(main: str, sub: str, benchmark: str, seed: int, task_id: str) -> str:
-    return f"{main}|{sub}|{benchmark}|{seed}|{task_id}"
 
 
 def check_models(eval_cfg: dict, names: list[str] | None = None) -> None:
@@ -265,18 +203,19 @@ def run_cell(
         resume = resume | {"provenance": resume["provenance"] | {"subagent_model": model_stamp(sub["model"])}}
     tokenizer, timeout = eval_cfg["tokenizer"], eval_cfg["swe"]["timeout_s"]
     with served_subagent(sub, out_dir / "logs") as policy:
+        cell = CellRun(main, sub, bench, seed, sandbox, stamp, policy)
         jobs = []
         for item in work:
             if is_swe(bench):
                 item_id = item.instance_id
-                job = partial(swe_episode, item, main, sub, bench, seed, sandbox, stamp, tokenizer, policy, timeout)
+                job = partial(swe_episode, item, cell, tokenizer=tokenizer, timeout_s=timeout)
             elif bench == "repair":
                 item_id = item.id
-                job = partial(repair_episode, item, tasks_file, main, sub, seed, sandbox, stamp, tokenizer, policy)
+                job = partial(repair_episode, item, cell, tasks_file=tasks_file, tokenizer=tokenizer)
             else:
                 item_id = item.id
-                job = partial(execution_episode, item, tasks_file, main, sub, seed, sandbox, stamp, scorer, policy)
-            jobs.append((record_key(main["name"], sub["name"], bench, seed, item_id), job))
+                job = partial(execution_episode, item, cell, tasks_file=tasks_file, scorer=scorer)
+            jobs.append((cell.key(item_id), job))
         out = out_dir / "cells" / f"{name}.jsonl"
         records = run_jobs(jobs, out, eval_cfg["concurrency"], show_progress, name, key="key", **(resume or {}))
     if is_swe(bench):

@@ -10,7 +10,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from terminus.eval.cells import SEP
+from terminus.eval.cells import SEP, CellRun
+from terminus.eval.main_episode import main_agent_record, main_brain
 
 GRID_BENCHMARKS = ("repair", "execution")
 
@@ -27,19 +28,7 @@ def swe_instances(eval_cfg: dict, bench: str) -> list:
     return load_instances(bench, dataset=dataset, limit=eval_cfg.get("max_tasks") or swe.get("limit"))
 
 
-def swe_episode(
-    inst,
-    main: dict,
-    sub: dict,
-    bench: str,
-    seed: int,
-    sandbox,
-    stamp: dict,
-    tokenizer: str,
-    policy,
-    timeout_s: float,
-) -> dict:
-    from terminus.eval.grid import main_agent_record, main_brain, record_key
+def swe_episode(inst, cell: CellRun, *, tokenizer: str, timeout_s: float) -> dict:
     from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, MainAgentLoop, Workbench
     from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
     from terminus.mainagent.tokens import TokenCounter
@@ -47,24 +36,27 @@ def swe_episode(
     from terminus.swe import grade_patch, instance_sandbox, patch_from_sandbox
 
     start = time.perf_counter()
-    key = record_key(main["name"], sub["name"], bench, seed, inst.instance_id)
+    key = cell.key(inst.instance_id)
+    sandbox, policy = cell.sandbox, cell.policy
     limits = Limits(output_head_bytes=MAIN_OUTPUT_CHARS // 2, output_tail_bytes=MAIN_OUTPUT_CHARS // 2)
-    turns = sub["tool_call_limit"]
+    turns = cell.sub["tool_call_limit"]
     patch, error = "", None
     # the instance brings its environment (an image, or a local repository): the run's sandbox gives the backend
     with instance_sandbox(inst, sandbox.backend, limits=limits, for_agent=True) as (box, workdir):
         if inst.repo_path:  # a local repository: the workspace is the checkout, tools work on the host copy
-            bench_tools = Workbench(box, sandbox, policy, turns)
+            bench_tools = Workbench(box, sandbox, policy, turns)  # its subagent: the run's sandbox
         else:  # an image: the repository is at the image's path; tools and subagent use the container itself
             bench_tools = InstanceWorkbench(AtWorkdir(box, inst.workdir or "/"), sandbox, policy, turns)
-        result = MainAgentLoop(main_brain(main), TokenCounter(tokenizer)).run(bench_tools, inst.problem_statement, key)
+        result = MainAgentLoop(main_brain(cell.main), TokenCounter(tokenizer)).run(
+            bench_tools, inst.problem_statement, key
+        )
         try:
             patch = patch_from_sandbox(box, inst, workdir)
         except Exception as err:  # an unreadable tree is an unresolved instance, recorded
             error = f"{type(err).__name__}: {err}"
     grade = grade_patch(inst, patch, sandbox.backend, timeout_s=timeout_s)
     report = grade.report()
-    record = main_agent_record(key, main, sub, bench, seed, inst.instance_id, inst.language, inst.family, result)
+    record = main_agent_record(cell, inst.instance_id, inst.language, inst.family, result)
     return record | {
         "resolved": float(grade.resolved),
         "fail_to_pass": report["fail_to_pass"],
@@ -72,7 +64,7 @@ def swe_episode(
         "model_patch": patch,
         "error": result.error or error or grade.error,
         "wall_s": round(time.perf_counter() - start, 3),
-        **stamp,
+        **cell.stamp,
     }
 
 

@@ -1,7 +1,7 @@
-"""The LLM judge and the Scorer an experiment config names, built one way for every stage (`terminus judge`,
-`judge-validity`, `eval`, and GRPO's reward): the judge an endpoint (`judge.endpoint`), or a local model served by
-vLLM for as long as the block runs (`judge.serve`, keyed in the cache by its weights), or none (fact checker only);
-its calls cached in the run's one cache folder, results/<run>/judge/cache."""
+"""The LLM judge an experiment config names, built one way for every stage (`terminus judge`, `judge-validity`,
+`eval`, and GRPO's reward): an endpoint (`judge.endpoint`), or a local model served by vLLM for as long as the
+block runs (`judge.serve`, keyed in the cache by its weights), or none (fact checker only); and the Scorer around
+it (`scorer_from_config`), built one way too."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from terminus.judge.rubric import load_rubric
 from terminus.judge.scorer import Scorer, ScorerConfig
 
 
-def judge_cache(cfg: dict) -> Path:
-    """Where every stage of a run caches its judge calls (a rerun, of any stage, asks only what is not there)."""
+def judge_cache_dir(cfg: dict) -> Path:
+    """Where the CLI's judge commands and `eval` keep the judge's cache: one per run, shared between them."""
     return run_dir(cfg) / "judge" / "cache"
 
 
@@ -25,34 +25,35 @@ def judge_cache(cfg: dict) -> Path:
 def scorer_from_config(
     cfg: dict,
     tasks: dict,
+    cache_dir: Path,
     *,
-    references: dict[str, dict] | None = None,
     no_llm: bool = False,
-    per_episode: bool = False,
+    references: dict | None = None,
+    group: bool | None = None,
 ) -> Iterator[Scorer]:
-    """The run's Scorer (`judge.scorer`'s weights, the LLM judge of `judge_from_config` unless `no_llm`, and
-    `judge.group`) over `tasks`, for as long as the block runs. `per_episode`: the caller scores each episode as it
-    ends (eval), so no group is ever more than one episode and the single-candidate prompt is the one asked."""
+    """The Scorer an experiment config names (`judge.scorer`, `judge.group`), with its judge alive for the block.
+
+    `group` overrides `judge.group`: `eval` scores one episode at a time (False). The scorer config is read before
+    any judge is served, so a bad one fails fast."""
     config = ScorerConfig.load(cfg["judge"]["scorer"])
-    with judge_from_config(cfg, no_llm) as judge:
-        group = cfg["judge"]["group"] and not per_episode
+    group = cfg["judge"]["group"] if group is None else group
+    with judge_from_config(cfg, cache_dir, no_llm) as judge:
         yield Scorer(tasks=tasks, judge=judge, config=config, references=references or {}, group=group)
 
 
 @contextlib.contextmanager
-def judge_from_config(cfg: dict, no_llm: bool = False) -> Iterator[LLMJudge | None]:
+def judge_from_config(cfg: dict, cache_dir: Path, no_llm: bool = False) -> Iterator[LLMJudge | None]:
     """Raises the project's own errors (RubricError, JudgeError, ServeError), which the CLI prints in one line."""
-    cache_dir = judge_cache(cfg)
     judge_cfg = cfg["judge"]
     rubric = load_rubric(judge_cfg["rubric"])
     endpoint, serve = judge_cfg.get("endpoint"), judge_cfg.get("serve")
     common = {
         "prompts": Path(judge_cfg["prompts"]),
-        "cache_dir": cache_dir,
+        "cache_dir": Path(cache_dir),
         "concurrency": judge_cfg["concurrency"],
         "max_tokens": judge_cfg["max_tokens"],
-        "request_timeout": judge_cfg["request_timeout"],
-        "max_retries": judge_cfg["max_retries"],
+        "request_timeout": judge_cfg.get("request_timeout"),
+        "max_retries": judge_cfg.get("max_retries"),
     }
     if no_llm or (not endpoint and not serve):
         yield None
@@ -67,6 +68,6 @@ def judge_from_config(cfg: dict, no_llm: bool = False) -> Iterator[LLMJudge | No
             raise JudgeError(f"judge.serve: model folder {serve} does not exist (build it with `terminus tiny-model`)")
         weights = sorted(Path(serve).glob("*.safetensors"))
         digest = hashlib.sha256(b"".join(p.read_bytes() for p in weights)).hexdigest()[:16]
-        log = cache_dir.parent / "vllm-server.log"
+        log = Path(cache_dir).parent / "vllm-server.log"
         with vllm_server(serve, served_name=Path(serve).name, log=log) as url:
             yield LLMJudge(rubric, Path(serve).name, base_url=url, cache_namespace=digest, **common)

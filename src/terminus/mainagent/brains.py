@@ -38,17 +38,21 @@ def single_test(language: str, test_id: str) -> str:
     }[language]
 
 
-def _call(name: str, **args) -> dict:
+def tool_call(name: str, **args) -> dict:
+    """An assistant message calling one tool; `number_call` gives it its id once its turn is known."""
     return {
         "content": "",
         "tool_calls": [
-            {
-                "id": f"call_{name}_{abs(hash(json.dumps(args, sort_keys=True))) % 10**8}",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
-            }
+            {"id": f"call_{name}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
         ],
     }
+
+
+def number_call(reply: dict, step: int) -> dict:
+    """Ids unique per episode, as a chat model's are, and the same in every process: `call_<turn>_<tool>`."""
+    for call in reply.get("tool_calls") or []:
+        call["id"] = f"call_{step}_{call['function']['name']}"
+    return reply
 
 
 class ReplayMainAgent:
@@ -69,12 +73,12 @@ class ReplayMainAgent:
         raw = test_command(task)
         if delegate:
             steps = [
-                _call(
+                tool_call(
                     "execution_subagent",
                     query="Run the unit tests and tell me what fails and why.",
                     description="Running the test suite",
                 ),
-                _call(
+                tool_call(
                     "execution_subagent",
                     query=f"Run only the failing test {failing[0]} and tell me the assertion, "
                     "the values it compared and the file:line where it fails.",
@@ -83,25 +87,25 @@ class ReplayMainAgent:
             ]
         else:
             steps = [
-                _call("run_in_terminal", command=raw, timeout_ms=300_000),
-                _call(
+                tool_call("run_in_terminal", command=raw, timeout_ms=300_000),
+                tool_call(
                     "run_in_terminal", command=in_project(task, single_test(language, failing[0])), timeout_ms=300_000
                 ),
             ]
         steps += [
-            _call("read_file", path=fix["file"]),
-            _call("edit_file", path=fix["file"], old=fix["old"], new=fix["new"]),
+            tool_call("read_file", path=fix["file"]),
+            tool_call("edit_file", path=fix["file"], old=fix["old"], new=fix["new"]),
         ]
         if delegate:
             steps.append(
-                _call(
+                tool_call(
                     "execution_subagent",
                     query="Run the tests again and tell me whether they all pass now.",
                     description="Re-running the test suite",
                 )
             )
         else:
-            steps.append(_call("run_in_terminal", command=raw, timeout_ms=300_000))
+            steps.append(tool_call("run_in_terminal", command=raw, timeout_ms=300_000))
         steps.append({"content": f"Fixed {fix['file']}:{fix['line']}; the tests pass."})
         return steps
 
@@ -110,7 +114,7 @@ class ReplayMainAgent:
         steps = self.plan(delegate)
         reply = steps[min(self.step, len(steps) - 1)]
         self.step += 1
-        return reply
+        return number_call(reply, self.step)
 
 
 class LLMMainAgent:

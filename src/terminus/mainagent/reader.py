@@ -12,12 +12,12 @@ an unresolved task; a silent subagent costs the tokens of the direct runs it for
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Generator
 
-from terminus.mainagent import reading
-from terminus.mainagent.reading import Edit, Project
+from terminus.mainagent import parse
+from terminus.mainagent.brains import number_call, tool_call
+from terminus.mainagent.parse import Edit, Project
 
 log = logging.getLogger(__name__)
 
@@ -30,19 +30,6 @@ MAX_TRIALS = 6  # operator edits tried before giving up: each costs a test run
 TIMEOUT_MS = 300_000
 
 Step = Generator[dict, str, None]
-
-
-def _call(name: str, **args) -> dict:
-    return {
-        "content": "",
-        "tool_calls": [
-            {
-                "id": f"call_{name}",  # numbered per episode by next_step
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
-            }
-        ],
-    }
 
 
 class ReaderMainAgent:
@@ -69,30 +56,28 @@ class ReaderMainAgent:
                 reply = self._plan.send(output)
             except StopIteration:
                 reply = {"content": "Stopped."}
-        if reply.get("tool_calls"):  # ids are unique per episode, as a chat model's are
-            reply["tool_calls"][0]["id"] = f"call_{self._steps}_{reply['tool_calls'][0]['function']['name']}"
-        return reply
+        return number_call(reply, self._steps)
 
     # -- tools, as generator steps: `yield` sends the call, the value sent back is the tool's output --------------
     def read(self, path: str) -> Step:
-        return (yield _call("read_file", path=path))
+        return (yield tool_call("read_file", path=path))
 
     def terminal(self, command: str) -> Step:
-        return (yield _call("run_in_terminal", command=command, timeout_ms=TIMEOUT_MS))
+        return (yield tool_call("run_in_terminal", command=command, timeout_ms=TIMEOUT_MS))
 
     def ask(self, query: str, description: str) -> Step:
-        return (yield _call("execution_subagent", query=query, description=description))
+        return (yield tool_call("execution_subagent", query=query, description=description))
 
     def edit(self, edit: Edit, undo: bool = False) -> Step:
         old, new = (edit.new, edit.old) if undo else (edit.old, edit.new)
-        return (yield _call("edit_file", path=edit.path, old=old, new=new))
+        return (yield tool_call("edit_file", path=edit.path, old=old, new=new))
 
     def run_tests(self, project: Project | None, query: str, description: str, need_location: bool) -> Step:
         """Test output to read: the subagent's answer if it says what is needed, else the raw run's output."""
         if self.delegate:
             answer = yield from self.ask(query, description)
-            verdict = reading.passed(answer)
-            located = bool(reading.locations(answer, self.files, self.prefer))
+            verdict = parse.passed(answer)
+            located = bool(parse.locations(answer, self.files, self.prefer))
             if verdict is not None and (located or verdict or not need_location):
                 return answer
             self.notes.append("the subagent's answer lacked the result; ran the tests myself")
@@ -104,21 +89,21 @@ class ReaderMainAgent:
     # -- the plan --------------------------------------------------------------------------------------------
     def plan(self) -> Step:
         listing = yield from self.read(".")
-        self.files = reading.listing_files(listing)
-        project = reading.detect_project(self.files)
+        self.files = parse.listing_files(listing)
+        project = parse.detect_project(self.files)
         self.prefer = project.root if project else "."
         if project is None and not self.delegate:
             yield {"content": "I found no build file, so I do not know how to run the tests."}
             return
         report = yield from self.run_tests(project, RUN_QUERY, RUN_DESCRIPTION, need_location=True)
-        if reading.passed(report):
+        if parse.passed(report):
             yield {"content": "The tests already pass; nothing to fix."}
             return
-        found = reading.locations(report, self.files, self.prefer)
+        found = parse.locations(report, self.files, self.prefer)
         if not found and project is not None:  # the failure was cut out of a long log: look at the failures only
             self.notes.append("no file:line in the output; reran the tests, keeping the failures' lines")
-            report = yield from self.terminal(reading.failures_only(project.test_command()))
-            found = reading.locations(report, self.files, self.prefer)
+            report = yield from self.terminal(parse.failures_only(project.test_command()))
+            found = parse.locations(report, self.files, self.prefer)
         if not found:
             yield {"content": "The test output names no file:line of the failure; I cannot locate the fault."}
             return
@@ -131,7 +116,7 @@ class ReaderMainAgent:
             if result != "ok":
                 continue
             report = yield from self.run_tests(project, VERIFY_QUERY, VERIFY_DESCRIPTION, need_location=False)
-            if reading.passed(report):
+            if parse.passed(report):
                 yield {"content": f"Fixed {edit.path}:{edit.line}: `{edit.old.strip()}` -> `{edit.new.strip()}`."}
                 return
             yield from self.edit(edit, undo=True)
@@ -156,18 +141,18 @@ class ReaderMainAgent:
         if not 1 <= line <= len(lines):
             return []
         asserts = any(word in lines[line - 1].lower() for word in ("assert", "expect", "errorf", "fatalf", "check"))
-        if not reading.is_test_file(path) and not asserts:
-            return reading.operator_edits(path, lines, [line])
-        names = reading.called_names(lines, line)
+        if not parse.is_test_file(path) and not asserts:
+            return parse.operator_edits(path, lines, [line])
+        names = parse.called_names(lines, line)
         if not names:
             return []
-        for candidate in reading.source_files(self.files, project, path):
+        for candidate in parse.source_files(self.files, project, path):
             if candidate not in contents:
                 contents[candidate] = (yield from self.read(candidate)).splitlines()
             for name in names:
-                start = reading.definition(name, contents[candidate])
+                start = parse.definition(name, contents[candidate])
                 if start is not None and not (candidate == path and abs(start - line) < 2):
                     self.notes.append(f"{name} is defined at {candidate}:{start}")
                     source = contents[candidate]
-                    return reading.operator_edits(candidate, source, reading.body(source, start))
+                    return parse.operator_edits(candidate, source, parse.body(source, start))
         return []

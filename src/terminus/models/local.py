@@ -66,26 +66,14 @@ class TransformersPolicy:
         device: str | None = None,
         enable_thinking: bool | None = None,
     ):
-        net, tokenizer = load_transformers(model, device)
-        self._init(net, tokenizer, f"transformers:{model}", max_new_tokens, temperature, enable_thinking)
-
-    @classmethod
-    def from_objects(cls, model, tokenizer, name: str, max_new_tokens: int = 512, temperature: float = 0.0):
-        """Around a model already in memory."""
-        policy = cls.__new__(cls)
-        policy._init(model, tokenizer, name, max_new_tokens, temperature)
-        return policy
-
-    def _init(
-        self, model, tokenizer, name: str, max_new_tokens: int, temperature: float, enable_thinking: bool | None = None
-    ) -> None:
         from terminus.models.generate import TransformersGenerator
 
-        self.name, self.model, self.tokenizer = name, model, tokenizer
+        net, tokenizer = load_transformers(model, device)
+        self.name, self.model, self.tokenizer = f"transformers:{model}", net, tokenizer
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
         thinking = {} if enable_thinking is None else {"enable_thinking": enable_thinking}
         self.generator = TransformersGenerator(
-            model, tokenizer, max_new_tokens, temperature, name, model_lock(model), chat_kwargs=thinking
+            net, tokenizer, max_new_tokens, temperature, self.name, model_lock(net), chat_kwargs=thinking
         )
 
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:

@@ -9,6 +9,10 @@ from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE, ProcessSandbox, 
 
 WORKSPACE = "/workspace"
 HOME = "/home/sandbox"
+# Where the Python virtual environments on the harness's PATH appear inside: a fixed path, so that what a command
+# prints (`command -v python3`, a traceback into site-packages) is the same in every clone of the repository and
+# training data made in /work/main and in a CI checkout elsewhere are the same text. The first is TOOLCHAINS/venv.
+TOOLCHAINS = "/toolchains"
 
 
 def bwrap_path() -> str | None:
@@ -16,7 +20,7 @@ def bwrap_path() -> str | None:
 
 
 # Top-level entries of / that the sandbox gets its own (empty or private) version of.
-_PRIVATE = {"proc", "dev", "tmp", "run", "home", "workspace", "lost+found"}
+_PRIVATE = {"proc", "dev", "tmp", "run", "home", "workspace", "toolchains", "lost+found"}
 
 
 def _system_binds() -> list[str]:
@@ -52,6 +56,32 @@ def bind_args(binds: list[str]) -> list[str]:
     return args
 
 
+def _bin_prefix(entry: str) -> str | None:
+    """The folder whose `bin` a PATH entry is (`/a/venv/bin/` -> `/a/venv`), or None."""
+    folder = entry.rstrip("/")
+    return os.path.dirname(folder) if folder.startswith("/") and os.path.basename(folder) == "bin" else None
+
+
+def venvs_on_path(path_var: str) -> dict[str, str]:
+    """Host prefix -> inside prefix for each Python virtual environment whose `bin` folder is on PATH, in PATH
+    order: TOOLCHAINS/venv, TOOLCHAINS/venv-2, ..."""
+    venvs: dict[str, str] = {}
+    for entry in path_var.split(":"):
+        prefix = _bin_prefix(entry)
+        if prefix and prefix not in venvs and os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
+            venvs[prefix] = f"{TOOLCHAINS}/venv" + (f"-{len(venvs) + 1}" if venvs else "")
+    return venvs
+
+
+def inside_path(path_var: str, venvs: dict[str, str]) -> str:
+    """PATH with each virtual environment's `bin` folder at its inside prefix."""
+    entries = []
+    for entry in path_var.split(":"):
+        prefix = _bin_prefix(entry)
+        entries.append(f"{venvs[prefix]}/bin" if prefix in venvs else entry)
+    return ":".join(entries)
+
+
 class BwrapSandbox(ProcessSandbox):
     """The command sees the host's system read-only, and only its own workspace, home and /tmp writable.
 
@@ -72,7 +102,13 @@ class BwrapSandbox(ProcessSandbox):
             raise SandboxError("bubblewrap is not installed (Debian: apt-get install bubblewrap); use --sandbox local")
         self.binds = list(binds or [])
         self._bind_args = bind_args(self.binds)
+        self.venvs = venvs_on_path(os.environ.get("PATH", ""))
         super().__init__(*args, **kwargs)
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        env["PATH"] = inside_path(env["PATH"], self.venvs)
+        return env
 
     @property
     def inside_home(self) -> str:
@@ -109,6 +145,7 @@ class BwrapSandbox(ProcessSandbox):
             str(self.ws.control),
             INSIDE_CONTROL,
             *self._bind_args,  # after the private /tmp and /home, so that they show through those
+            *[arg for host, inside in self.venvs.items() for arg in ("--ro-bind", host, inside)],
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",

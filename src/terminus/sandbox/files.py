@@ -44,15 +44,17 @@ command -p cat -- "$__t_path" > "$__t_dst"
 """,
     # The folder must exist. The modification time moves on to a later second than the file had: Python's .pyc
     # check (and make's, on coarse filesystems) compares mtimes at 1 s resolution, and an edit in the same second
-    # as the previous one, which only an offline agent is fast enough to make, would otherwise go unseen.
+    # as the previous one, which only an offline agent is fast enough to make, would otherwise go unseen. It waits
+    # for the clock's next second rather than stamping one ahead: a modification time in the future makes make warn
+    # ("Clock skew detected") when the build runs within that second, so what an agent read depended on load.
     "write": _RESOLVE
     + r"""[ -d "$__t_path" ] && exit 5
 [ -d "${__t_path%/*}/" ] || exit 4
 __t_before=$(command -p stat -c %Y -- "$__t_path" 2>/dev/null)
-command -p cat -- "$__t_src" > "$__t_path" || exit 1
-if [ -n "$__t_before" ] && [ "$(command -p date +%s)" -le "$__t_before" ]; then
-  command -p touch -d "@$((__t_before + 1))" -- "$__t_path" 2>/dev/null
+if [ -n "$__t_before" ]; then
+  while [ "$(command -p date +%s)" -le "$__t_before" ]; do command -p sleep 0.05; done
 fi
+command -p cat -- "$__t_src" > "$__t_path" || exit 1
 exit 0
 """,
     # Every entry below the folder that is not a folder itself (symbolic links are listed, not followed);

@@ -24,9 +24,9 @@ from terminus.swe.grade import GradeError, base_git, checkout, setup_tests_comma
 from terminus.swe.parsers import PASSING
 from terminus.swe.patchcheck import files_after
 from terminus.swe.record import RepairInstance, file_stem
-from terminus.tasks.build import SHORT, assign_splits, corpus_stats
 from terminus.tasks.queries import OPENINGS, RESTRICTIONS, TEMPLATES
 from terminus.tasks.record import Task
+from terminus.tasks.splits import SHORT, assign_splits, corpus_stats
 
 COMPILED = {"go", "rust", "java", "kotlin", "scala", "csharp", "c#", "c", "cpp", "c++", "typescript", "ts"}
 _MANIFESTS = {

@@ -25,7 +25,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from terminus.swe.parsers import resolve
+from terminus.errors import TerminusError
+from terminus.swe.parsers import parser_for
 from terminus.swe.patchcheck import files_after
 from terminus.swe.record import RepairInstance
 
@@ -52,7 +53,7 @@ EXTENSION_LANGUAGES = {
 }  # fmt: skip
 
 
-class DatasetError(ValueError):
+class DatasetError(TerminusError, ValueError):
     pass
 
 
@@ -240,7 +241,7 @@ def to_instance(row: dict, bench: dict | None = None, *, base_dir: Path | None =
             f"row {iid}: no test command or log parser for {repo} ({language or 'unknown language'}); "
             "set test_cmd/log_parser in the benchmark config or on the row"
         )
-    resolve(parser)  # an unknown parser is an error now, not at grading time
+    parser_for(parser)  # an unknown parser is an error now, not at grading time
     if not repo_path and not image:
         raise DatasetError(f"row {iid}: neither an image nor a local repo_path to run it in")
     if not language:

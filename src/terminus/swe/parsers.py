@@ -17,11 +17,13 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
+from terminus.errors import TerminusError
+
 PASSED, FAILED, SKIPPED, ERROR, XFAIL = "PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL"
 PASSING = (PASSED, XFAIL)  # SWE-bench's test_passed: an expected failure that fails counts as a pass
 
 
-class ParserError(ValueError):
+class ParserError(TerminusError, ValueError):
     pass
 
 
@@ -263,7 +265,8 @@ ALIASES = {
 }
 
 
-def resolve(name: str) -> Callable[[str], dict[str, str]]:
+def parser_for(name: str) -> Callable[[str], dict[str, str]]:
+    """The log parser a dataset row names (ours or SWE-bench's `parse_log_<name>` spelling)."""
     key = ALIASES.get(name, name)
     if key not in PARSERS:
         known = ", ".join(sorted(PARSERS))
@@ -272,7 +275,7 @@ def resolve(name: str) -> Callable[[str], dict[str, str]]:
 
 
 def parse_log(name: str, log: str) -> dict[str, str]:
-    return resolve(name)(log)
+    return parser_for(name)(log)
 
 
 _SUFFIXES = (

@@ -7,61 +7,26 @@ Deterministic for a given config and seed.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import random
 import shutil
-from collections import Counter
 from pathlib import Path
 
 import yaml
 
-from terminus.errors import TerminusError
 from terminus.io import write_jsonl_atomic
 from terminus.runspec import RunSpec, SandboxSpec, load_run
 from terminus.tasks import manifest as manifests
 from terminus.tasks import registry, synthetic
 from terminus.tasks.queries import make_query, paraphrase
-from terminus.tasks.record import SPLITS, Task, load_tasks, write_tasks
+from terminus.tasks.record import Task, load_tasks, write_tasks
+from terminus.tasks.splits import SHORT, CorpusError, assign_splits, corpus_stats
 
 log = logging.getLogger(__name__)
 
-PAPER = {"test-execution": 2692, "error-diagnosis": 2166, "build/compile": 969, "dependency": 106}
-SHORT = {"test-execution": "tests", "error-diagnosis": "diagnose", "build/compile": "build", "dependency": "deps"}
-
 
 SAFE_NAME = manifests.SAFE_ID
-
-
-class CorpusError(TerminusError, ValueError):
-    pass
-
-
-def assign_splits(repos: list[str], shares: dict[str, float], seed: int) -> dict[str, str]:
-    """Repository -> split. Repositories are ordered by a seeded hash and cut by the shares; with at least three
-    repositories and positive shares, every split gets at least one."""
-    total = sum(shares.get(s, 0) for s in SPLITS)
-    if total <= 0:
-        raise CorpusError("tasks.splits: the shares must add up to more than 0")
-    ordered = sorted(set(repos), key=lambda r: hashlib.sha256(f"{seed}/{r}".encode()).hexdigest())
-    n = len(ordered)
-    counts = {s: round(n * shares.get(s, 0) / total) for s in SPLITS}
-    if n >= 3:
-        for s in SPLITS:
-            if shares.get(s, 0) > 0 and counts[s] == 0:
-                counts[s] = 1
-    while sum(counts.values()) > n:
-        largest = max(SPLITS, key=lambda s: counts[s])
-        counts[largest] -= 1
-    counts["train"] += n - sum(counts.values())
-    result, i = {}, 0
-    for s in SPLITS:
-        for repo in ordered[i : i + counts[s]]:
-            result[repo] = s
-        i += counts[s]
-    return result
 
 
 def _snapshot_tasks(snapshot: str, task_types, meta: dict, **fields) -> list[Task]:
@@ -273,40 +238,6 @@ def build_corpus(run: RunSpec, out: Path, show_progress: bool = True) -> list[Ta
     stats_path = out.with_suffix(".stats.json")
     write_jsonl_atomic(stats_path, [stats])  # one JSON object, written atomically
     return tasks
-
-
-def corpus_stats(tasks: list[Task]) -> dict:
-    by_type = Counter(t.task_type for t in tasks)
-    total = sum(PAPER.values())
-    return {
-        "tasks": len(tasks),
-        "repos": len({t.repo for t in tasks}),
-        "by_language": dict(sorted(Counter(t.language for t in tasks).items())),
-        "by_source": dict(sorted(Counter(t.source for t in tasks).items())),
-        "by_split": {s: sum(1 for t in tasks if t.split == s) for s in SPLITS},
-        "by_type": {
-            k: {
-                "ours": by_type.get(k, 0),
-                "ours_share": round(by_type.get(k, 0) / len(tasks), 3),
-                "paper": v,
-                "paper_share": round(v / total, 3),
-            }
-            for k, v in PAPER.items()
-        },
-    }
-
-
-def format_stats(stats: dict) -> str:
-    lines = [
-        f"{stats['tasks']} tasks from {stats['repos']} repositories",
-        "  by source: " + json.dumps(stats["by_source"]),
-        "  by language: " + json.dumps(stats["by_language"]),
-        "  by split: " + json.dumps(stats["by_split"]),
-        f"  {'task type':<16}{'ours':>6}{'share':>8}{'paper':>8}{'share':>8}",
-    ]
-    for k, v in stats["by_type"].items():
-        lines.append(f"  {k:<16}{v['ours']:>6}{v['ours_share']:>8.1%}{v['paper']:>8}{v['paper_share']:>8.1%}")
-    return "\n".join(lines)
 
 
 def small_corpus(

@@ -8,7 +8,6 @@ which call it concurrently so that vLLM batches them (paper scale: `model.summar
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
 from functools import partial
@@ -17,7 +16,7 @@ from pathlib import Path
 from terminus.collect import provenance as prov
 from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.collect.runner import run_episode, run_jobs
-from terminus.io import write_json_atomic
+from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.runspec import SandboxSpec
 from terminus.tasks.record import Task, load_tasks
@@ -82,9 +81,13 @@ def held_out(
     }
 
 
+def logged_steps(metrics: Path) -> list[dict]:
+    """The rows of a GRPO metrics log that are training steps (they carry the reward)."""
+    return [r for r in read_jsonl(metrics) if "reward" in r]
+
+
 def reward_curve(metrics: Path) -> list[tuple[int, float]]:
-    rows = [json.loads(line) for line in Path(metrics).read_text().splitlines() if line.strip()]
-    return [(r["step"], float(r["reward"])) for r in rows if "reward" in r]
+    return [(r["step"], float(r["reward"])) for r in logged_steps(metrics)]
 
 
 def training_summary(

@@ -1,4 +1,4 @@
-"""`terminus grpo --config configs/grpo/<recipe>.yaml [--key value ...]`: TRL's GRPOTrainer where every rollout
+"""`terminus grpo --recipe configs/grpo/<recipe>.yaml [--key value ...]`: TRL's GRPOTrainer where every rollout
 is a real subagent episode in a sandbox.
 
 The rollout (TRL's `rollout_func`) runs the batch's episodes in lockstep (`terminus.collect.lockstep`): our own
@@ -26,7 +26,8 @@ from pathlib import Path
 from terminus.agent.template import TemplateError, describe, install
 from terminus.config import resolve_model as resolve
 from terminus.io import write_json_atomic
-from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, train_and_save
+from terminus.runspec import SandboxSpec, load_run
+from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +192,11 @@ def run_policy(trainer, episodes: list, script_args: GRPOScriptArguments, name: 
         return run_lockstep(episodes, generator, name=name, tokens=tokens)
 
 
-def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, sandbox):
+def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, sandbox: SandboxSpec, observe=None):
+    """TRL's rollout function: each prompt's episode, run to its end in the run's sandbox, as one sample with its
+    loss mask. `observe`, when given, is called with each step's samples (the easy-reward check measures the step on
+    them)."""
+
     def rollout(prompts: list, trainer) -> dict:
         tokenizer = trainer.processing_class
         step = trainer.state.global_step
@@ -239,7 +244,13 @@ def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments
             trainer._metrics[mode][f"episode/{key}"].append(statistics.fmean(values))
         return out
 
-    return rollout
+    def observed(prompts: list, trainer) -> dict:
+        out = rollout(prompts, trainer)
+        if observe is not None:
+            observe(out)
+        return out
+
+    return observed
 
 
 def build_dataset(tasks: list):
@@ -250,16 +261,17 @@ def build_dataset(tasks: list):
     return Dataset.from_list(rows)
 
 
-def main(script_args: GRPOScriptArguments, training_args, model_args, reward_funcs: list | None = None) -> dict:
-    """Train; `reward_funcs` replaces the Scorer (scripts/paper_path_check.py: random weights state no facts)."""
+def main(script_args: GRPOScriptArguments, training_args, model_args, reward_funcs: list | None = None,
+         observe=None) -> dict:  # fmt: skip
+    """Train; `reward_funcs` replaces the Scorer (scripts/paper_path_check.py: random weights state no facts;
+    `terminus.train.easy_reward`), and `observe` sees each step's rollout samples (`make_rollout`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
 
     from terminus.determinism import deterministic_torch
     from terminus.io import read_jsonl
-    from terminus.judge.setup import scorer_from_config
-    from terminus.runspec import load_run
+    from terminus.judge.setup import judge_cache_dir, scorer_from_config
     from terminus.tasks.record import load_tasks
 
     deterministic_torch(training_args.seed)
@@ -284,10 +296,16 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve(script_args.references)))}
     if script_args.use_llm_judge and not (run.judge.endpoint or run.judge.serve):
         raise ValueError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
-    # the same Scorer as `terminus judge` and `eval` build (prompts, concurrency, limits, group, the run's cache)
+    # the same Scorer as `terminus judge` builds (prompts, concurrency, limits, judge.group) with the run's one cache
     stack = contextlib.ExitStack()
     scorer = stack.enter_context(
-        scorer_from_config(run.config, task_map, references=references, no_llm=not script_args.use_llm_judge)
+        scorer_from_config(
+            run.config,
+            task_map,
+            judge_cache_dir(run.config),
+            no_llm=not script_args.use_llm_judge,
+            references=references,
+        )
     )
     model_id = resolve(model_args.model_name_or_path)
     tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # the template SFT trained with
@@ -300,7 +318,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         train_dataset=build_dataset(tasks),
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        rollout_func=make_rollout(task_map, tasks_file, script_args, run.sandbox),
+        rollout_func=make_rollout(task_map, tasks_file, script_args, run.sandbox, observe),
         callbacks=[MetricsJsonl(training_args.output_dir)],
     )
     with stack:
@@ -310,7 +328,11 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
             chosen = measure.select(script_args.max_tasks or len(task_map))
             trainer.train_dataset = build_dataset([task_map[t] for t in chosen])
         before = measure.before([t["task_id"] for t in trainer.train_dataset])
-        summary = train_and_save(trainer, tokenizer, training_args, model_args)
+        from terminus.collect.provenance import file_sha256
+
+        inputs = run_inputs(training_args, model_args, script=asdict(script_args), tasks=file_sha256(tasks_file),
+                            experiment=file_sha256(resolve(script_args.experiment_config)))  # fmt: skip
+        summary = train_and_save(trainer, tokenizer, training_args, model_args, inputs)
         if before is not None:
             summary["before_after"] = measure.after(before)
         return summary

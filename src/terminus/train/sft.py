@@ -1,4 +1,4 @@
-"""`terminus sft --config configs/sft/<recipe>.yaml [--key value ...]`: TRL's SFTTrainer on the dataset of
+"""`terminus sft --recipe configs/sft/<recipe>.yaml [--key value ...]`: TRL's SFTTrainer on the dataset of
 `terminus sft-data`, assistant-only loss over multi-turn tool-calling conversations.
 
 TRL-parser style: `main(script_args, training_args, model_args)` plus a parser that reads the YAML recipe and
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -85,6 +85,79 @@ def last_checkpoint(output_dir: str) -> str | None:
     from transformers.trainer_utils import get_last_checkpoint
 
     return get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
+
+
+RESUME_INPUTS = "resume_inputs.json"
+# settings that say where and how often a run reports or saves, not what it trains: a resubmitted job may change them
+RUN_MANAGEMENT = {"output_dir", "logging_dir", "run_name", "report_to", "save_strategy", "save_steps",
+                  "save_total_limit", "logging_steps", "logging_strategy", "logging_first_step", "log_completions",
+                  "overwrite_output_dir", "disable_tqdm", "push_to_hub", "hub_model_id", "hub_strategy", "hub_token",
+                  "dataloader_num_workers", "resume_from_checkpoint"}  # fmt: skip
+
+
+def run_inputs(training_args, model_args, **extra) -> dict:
+    """What a run's checkpoints depend on: the recipe (TRL's and the model's arguments, run management aside), the
+    starting model's files, and the caller's data (`extra`: stamps of the dataset or task file)."""
+    from dataclasses import asdict
+
+    from terminus.collect.provenance import model_stamp
+
+    recipe = {k: v for k, v in training_args.to_dict().items() if k not in RUN_MANAGEMENT and not k.startswith("_")}
+    model = {k: v for k, v in asdict(model_args).items() if k not in RUN_MANAGEMENT}
+    start = model_stamp(resolve_model(model_args.model_name_or_path))
+    inputs = {"recipe": recipe, "model_args": model, "model": start, **extra}
+    return json.loads(json.dumps(inputs, sort_keys=True, default=str))
+
+
+def dataset_stamp(path: str | Path) -> str:
+    """A saved dataset's identity: its files' names and sizes, without the `cache-*` files that tokenizing it writes
+    beside them (written during the first run, they would make its resubmission look like other data)."""
+    import hashlib
+
+    files = sorted(p for p in Path(path).rglob("*") if p.is_file() and not p.name.startswith("cache-"))
+    listing = [(str(p.relative_to(path)), p.stat().st_size) for p in files]
+    return hashlib.sha256(json.dumps(listing).encode()).hexdigest()[:16]
+
+
+def resume_point(output_dir: str, inputs: dict) -> str | None:
+    """The checkpoint to resume from: the last one in output_dir when it was made from these inputs (a resubmitted
+    job). Checkpoints of other inputs (the recipe edited, the starting model or data made again) are not resumed
+    but moved, with their log, to output_dir/superseded/<n>/, so that the new run starts fresh and nothing already
+    written is lost."""
+    out = Path(output_dir)
+    stamp = out / RESUME_INPUTS
+    resume = last_checkpoint(output_dir)
+    previous = json.loads(stamp.read_text()) if stamp.is_file() else None
+    logged = previous is not None and (out / LIVE_LOG).is_file()  # a run of known inputs that saved no checkpoint
+    if (resume or logged) and previous != inputs:
+        old = {} if previous is None else _flatten(previous)
+        new = _flatten(inputs)
+        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)) if previous else ["unknown"]
+        superseded = out / "superseded"
+        superseded.mkdir(exist_ok=True)
+        dest = superseded / str(sum(1 for _ in superseded.iterdir()))
+        dest.mkdir()
+        moved = [p for p in out.iterdir() if p.name.startswith("checkpoint-") or p.name in (LIVE_LOG, RESUME_INPUTS)]
+        for path in moved:
+            path.rename(dest / path.name)
+        log.warning("%s holds checkpoints made from other inputs (changed: %s): moved to %s; training afresh",
+                    output_dir, ", ".join(changed[:8]), dest)  # fmt: skip
+        resume = None
+    out.mkdir(parents=True, exist_ok=True)
+    from terminus.io import write_json_atomic
+
+    write_json_atomic(stamp, inputs)
+    return resume
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat |= _flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = json.dumps(value, sort_keys=True)
+    return flat
 
 
 def check_model_resolves(model_id: str) -> dict:
@@ -171,12 +244,14 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
         peft_config=get_peft_config(model_args),
         callbacks=[MetricsJsonl(training_args.output_dir)],
     )
-    return train_and_save(trainer, tokenizer, training_args, model_args)
+    inputs = run_inputs(training_args, model_args, script=asdict(script_args), dataset=dataset_stamp(dataset_path))
+    return train_and_save(trainer, tokenizer, training_args, model_args, inputs)
 
 
-def train_and_save(trainer, tokenizer, training_args, model_args) -> dict:
-    """Train (resuming from the last checkpoint in output_dir), save `final/`, write train_summary.json."""
-    resume = last_checkpoint(training_args.output_dir)
+def train_and_save(trainer, tokenizer, training_args, model_args, inputs: dict) -> dict:
+    """Train (resuming from the last checkpoint in output_dir when it was made from these `inputs`, `run_inputs`),
+    save `final/`, write train_summary.json."""
+    resume = resume_point(training_args.output_dir, inputs)
     if resume:
         log.info("resuming from %s", resume)
     result = trainer.train(resume_from_checkpoint=resume)

@@ -19,17 +19,13 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli_support import TURN_LIMIT, copy_cap_bytes, copy_cap_option, seconds
+from terminus.cli.support import TURN_LIMIT, copy_cap_bytes, copy_cap_option, seconds
+from terminus.errors import TerminusError
 from terminus.sandbox import BACKENDS
 
 POLICIES = ("scripted", "openai", "transformers", "vllm")
 EXAMPLE_QUERY = "run the unit tests and tell me what fails and why"
 CLIENTS = ("claude", "codex", "vscode")  # `terminus mcp --print-config`
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 # Every `terminus mcp` flag can also come from the environment variable TERMINUS_MCP_<FLAG>, for clients that only
@@ -88,9 +84,9 @@ def mcp_command(
     request needs the header `Authorization: Bearer <token>`.
     """
     if policy not in POLICIES:
-        _fail(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+        raise TerminusError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     if sandbox and sandbox not in BACKENDS:
-        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     if print_config is not None:
         flags = {"--repo": repo and str(repo.expanduser().resolve()), "--policy": policy, "--model": model,
                  "--base-url": base_url, "--api-key-env": api_key_env, "--sandbox": sandbox, "--image": image,
@@ -132,7 +128,7 @@ def mcp_command(
     try:
         serve(settings, http_port=http, host=host, token=token, on_listening=announce)
     except (ValueError, PolicyError, MissingKeyError, OSError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
 
 
 def terminus_executable() -> str:
@@ -144,7 +140,9 @@ def terminus_executable() -> str:
         return str(here.absolute())
     found = shutil.which("terminus")
     if found is None:
-        _fail("cannot find the `terminus` executable: run `terminus mcp --print-config` from the install to use")
+        raise TerminusError(
+            "cannot find the `terminus` executable: run `terminus mcp --print-config` from the install to use"
+        )
     return str(Path(found).absolute())
 
 
@@ -167,8 +165,7 @@ def client_config(client: str, args: list[str]) -> str:
             args = ["--repo", "${workspaceFolder}", *args]
         server = {"type": "stdio", "command": exe, "args": ["mcp", *args]}
         return json.dumps({"servers": {"terminus": server}}, indent=2)
-    _fail(f"--print-config {client!r}: choose one of {', '.join(CLIENTS)}")
-    return ""
+    raise TerminusError(f"--print-config {client!r}: choose one of {', '.join(CLIENTS)}")
 
 
 MIN_TOKEN_CHARS = 16
@@ -178,15 +175,19 @@ def _http_token(http: int | None, token_env: str | None) -> str:
     """The bearer token HTTP clients must send: the named variable's value, or a fresh random one."""
     if http is None:
         if token_env:
-            _fail("--token-env is for --http; over stdio the client owns the server process and needs no token")
+            raise TerminusError(
+                "--token-env is for --http; over stdio the client owns the server process and needs no token"
+            )
         return ""
     if not token_env:
         return secrets.token_urlsafe(32)
     token = os.environ.get(token_env, "")
     if not token.strip():
-        _fail(f"--token-env {token_env}: the variable is not set or empty; export it with the token clients will send")
+        raise TerminusError(
+            f"--token-env {token_env}: the variable is not set or empty; export it with the token clients will send"
+        )
     if len(token) < MIN_TOKEN_CHARS or not token.isprintable() or token != token.strip():
-        _fail(
+        raise TerminusError(
             f"--token-env {token_env}: the token must be at least {MIN_TOKEN_CHARS} printable characters with no "
             "surrounding spaces (e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
         )
@@ -196,19 +197,16 @@ def _http_token(http: int | None, token_env: str | None) -> str:
 def _mcp_repo(repo: Path | None, max_copy_bytes: int | None) -> Path:
     """The folder every call copies. Without --repo it is the current folder, which must be a git work tree: a
     client started in a home folder must not copy it on every call. A folder copied whole is measured now."""
-    from terminus.sandbox.copying import CopyTooLargeError, check_copy_size, in_git_work_tree
+    from terminus.sandbox.copying import check_copy_size, in_git_work_tree
 
     folder = (repo or Path.cwd()).expanduser().resolve()
     if repo is None and not in_git_work_tree(folder):
-        _fail(
+        raise TerminusError(
             f"the current folder {folder} is not a git work tree, and every call would copy it whole; name the "
             "project with --repo DIR (or TERMINUS_MCP_REPO)"
         )
     if folder.is_dir():
-        try:
-            check_copy_size(folder, max_copy_bytes)
-        except CopyTooLargeError as err:
-            _fail(str(err))
+        check_copy_size(folder, max_copy_bytes)
     return folder
 
 
@@ -243,20 +241,20 @@ def serve_command(
     """Serve a checkpoint with vLLM's OpenAI-compatible server (hermes tool parser), print how to use it, and
     stop it on Ctrl-C."""
     from terminus.agent.template import CHAT_KWARGS, CHAT_TEMPLATE
-    from terminus.models.serve import ServeError, free_port, vllm_server
+    from terminus.models.serve import free_port, vllm_server
 
     folder = Path(model).expanduser()
     local = folder.exists()
     looks_local = model.startswith((".", "/", "~")) or model.count("/") != 1 or Path(model.split("/")[0]).is_dir()
     if not local and looks_local:
-        _fail(
+        raise TerminusError(
             f"model {model} is neither a folder nor a hub id (owner/name); give `results/<run>/export` "
             "(written by `terminus export`) or e.g. Qwen/Qwen3-4B"
         )
     if local and not (folder / "config.json").is_file():
-        _fail(f"{folder} has no config.json: it is not a model folder (`terminus export` writes one)")
+        raise TerminusError(f"{folder} has no config.json: it is not a model folder (`terminus export` writes one)")
     if chat_template is not None and not chat_template.is_file():
-        _fail(f"--chat-template {chat_template} does not exist")
+        raise TerminusError(f"--chat-template {chat_template} does not exist")
     name = served_name or ("terminus" if local else model)
     port = port or free_port()
     log = log or Path(tempfile.gettempdir()) / f"vllm-server-{port}.log"
@@ -287,9 +285,7 @@ def serve_command(
             sys.stdout.flush()
             while proc.poll() is None:
                 time.sleep(1)
-            _fail(f"the vLLM server exited with {proc.returncode}; see its log {log}")
+            raise TerminusError(f"the vLLM server exited with {proc.returncode}; see its log {log}")
     except KeyboardInterrupt:
         pid = server["proc"].pid if "proc" in server else None
         typer.echo(f"stopped the vLLM server (pid {pid})" if pid else "stopped before the server started")
-    except ServeError as err:
-        _fail(str(err))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import typer
 from typer.core import TyperGroup
@@ -26,18 +27,41 @@ COPY_CAP_HELP = (
 )
 
 
+# click's UsageError (an unknown or missing flag, a bad value), reached through typer's public BadParameter:
+# typer >= 0.22 carries its own copy of click, so `click.UsageError` is not the class it raises.
+USAGE_ERROR = typer.BadParameter.__base__
+
+
 class OneLineErrors(TyperGroup):
-    """Our own errors (`TerminusError`) become one `error: ...` line and exit code 2; with --debug or
-    TERMINUS_DEBUG=1 their traceback comes first. Any other exception is a bug and keeps its traceback."""
+    """The one error path of every `terminus` command. Our own errors (`TerminusError`, raised anywhere below a
+    command) and click's usage errors (an unknown or missing flag, a bad value) become one `error: ...` line and
+    exit code 2; with --debug or TERMINUS_DEBUG=1 our errors' traceback comes first. Any other exception is a bug
+    and keeps its traceback. (Subcommands' flags are parsed inside `invoke`, the top level's in `make_context`.)"""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        with one_line_errors():
+            return super().make_context(info_name, args, parent=parent, **extra)
 
     def invoke(self, ctx):
-        try:
+        with one_line_errors():
             return super().invoke(ctx)
-        except TerminusError as err:
-            if debug_enabled():
-                traceback.print_exc()
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(2) from None
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    try:
+        yield
+    except TerminusError as err:
+        if debug_enabled():
+            traceback.print_exc()
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    except USAGE_ERROR as err:
+        if type(err).__name__ == "NoArgsIsHelpError":  # a bare group: click prints its help, which is what was asked
+            raise
+        where = err.ctx.command_path if err.ctx else "terminus"
+        typer.echo(f"error: {err.format_message()} (see `{where} --help`)", err=True)
+        raise typer.Exit(2) from None
 
 
 def copy_cap_option(envvar: str | None = "TERMINUS_MAX_COPY_MB"):
@@ -58,10 +82,7 @@ def seconds(minimum: float = 0.0) -> Callable:
             return value
         if not math.isfinite(value) or value <= 0 or value < minimum:
             least = f"at least {minimum:g}" if minimum > 0 else "above 0"
-            typer.echo(
-                f"error: {param.opts[0]} {value:g} is not a timeout: give a finite number of seconds {least}", err=True
-            )
-            raise typer.Exit(2)
+            raise TerminusError(f"{param.opts[0]} {value:g} is not a timeout: give a finite number of seconds {least}")
         return value
 
     return check

@@ -140,7 +140,7 @@ def detect_project(files: list[str]) -> Project | None:
     return Project(parent if parent else ".", kind)
 
 
-def resolve(path: str, files: list[str], prefer: str = ".") -> str | None:
+def repository_file(path: str, files: list[str], prefer: str = ".") -> str | None:
     """The repository file a reported path means: as given, else the longest matching suffix (a runner reports
     paths relative to the project root or as absolute paths inside its sandbox)."""
     parts = PurePosixPath(path).parts
@@ -161,7 +161,7 @@ def locations(text: str, files: list[str], prefer: str = ".") -> list[tuple[str,
     plain: list[tuple[str, int]] = []
     for text_line in text.splitlines():
         for match in LOCATION.finditer(text_line):
-            path = resolve(match.group(1), files, prefer)
+            path = repository_file(match.group(1), files, prefer)
             if path:
                 where = (path, int(match.group(2)))
                 (cued if FAILURE_CUE.search(text_line) else plain).append(where)

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from terminus.config import schema_default
+from terminus.errors import TerminusError
 from terminus.sandbox import BACKENDS
 
 # Instances at once: the corpus stage's SWE validation setting, the one home of that default.
@@ -18,23 +19,18 @@ INSTANCES_AT_ONCE = schema_default("tasks", "swe", "concurrency")
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
 def _instances(dataset: str | None, benchmark: str | None, split: str | None, ids: str | None):
     from terminus.swe.benchmarks import load_instances
     from terminus.swe.families import DatasetError
 
     if not dataset and not benchmark:
-        _fail("give --dataset (a JSONL/JSON/CSV file or a hub id) or --benchmark")
+        raise TerminusError("give --dataset (a JSONL/JSON/CSV file or a hub id) or --benchmark")
     try:
         return load_instances(
             benchmark, dataset=dataset, split=split, ids=[i for i in (ids or "").split(",") if i] or None
         )
     except (DatasetError, ValueError) as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
 
 
 def _one_line(text: str, width: int = 400) -> str:
@@ -46,20 +42,20 @@ def _one_line(text: str, width: int = 400) -> str:
 def _text(path: Path, flag: str) -> str:
     """The text of a file given by `flag`: one error line when it is missing or not UTF-8."""
     if not path.is_file():
-        _fail(f"{flag} {path} does not exist")
+        raise TerminusError(f"{flag} {path} does not exist")
     try:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as err:
-        _fail(f"{flag} {path}: not UTF-8 text (byte {err.start})")
+        raise TerminusError(f"{flag} {path}: not UTF-8 text (byte {err.start})") from err
 
 
 def _json_object(path: Path, flag: str) -> dict:
     try:
         data = json.loads(_text(path, flag))
     except json.JSONDecodeError as err:
-        _fail(f"{flag} {path}: not JSON ({err.msg} at line {err.lineno})")
+        raise TerminusError(f"{flag} {path}: not JSON ({err.msg} at line {err.lineno})") from err
     if not isinstance(data, dict):
-        _fail(f"{flag} {path}: not a JSON object")
+        raise TerminusError(f"{flag} {path}: not a JSON object")
     return data
 
 
@@ -73,7 +69,7 @@ def _repair_instances(path: Path) -> list:
         try:
             instances.append(RepairInstance.from_dict(json.loads(line)))
         except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError; a wrong shape is a TypeError
-            _fail(f"--instances {path}:{number}: not a repair instance ({err})")
+            raise TerminusError(f"--instances {path}:{number}: not a repair instance ({err})") from err
     return instances
 
 
@@ -85,11 +81,11 @@ BIND_HELP = (
 
 def _options(sandbox: str, docker_url: str | None, binds: list[str] | None = None) -> dict:
     if sandbox not in BACKENDS:
-        _fail(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
+        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     options: dict = {"base_url": docker_url} if docker_url and sandbox == "docker" else {}
     for path in binds or []:
         if not path.startswith("/") or not Path(path).exists():
-            _fail(f"--bind {path}: not an absolute path that exists on this machine")
+            raise TerminusError(f"--bind {path}: not an absolute path that exists on this machine")
     if binds:
         options["binds"] = list(binds)
     return options
@@ -118,30 +114,29 @@ def grade_command(
     """Grade predictions: resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passes after the patch."""
     from terminus.io import write_text_atomic
     from terminus.swe.grade import grade_patch
-    from terminus.swe.predictions import PredictionsError, read_predictions
+    from terminus.swe.predictions import read_predictions
     from terminus.swe.record import file_names
 
     options = _options(sandbox, docker_url, bind)
-    try:
-        patches = read_predictions(predictions)
-    except PredictionsError as err:
-        _fail(str(err))
+    patches = read_predictions(predictions)
     instances = _instances(dataset, benchmark, split, instance_ids)
     by_id = {i.instance_id: i for i in instances}
     wanted = [i for i in (instance_ids or "").split(",") if i]
     if wanted:  # the dataset was filtered to these: other predictions are not graded, and are no error
         missing = sorted(set(wanted) - set(by_id))
         if missing:
-            _fail(f"--instance-ids: {len(missing)} ids are not in the dataset, e.g. {missing[0]}")
+            raise TerminusError(f"--instance-ids: {len(missing)} ids are not in the dataset, e.g. {missing[0]}")
         patches = {i: patch for i, patch in patches.items() if i in by_id}
     unknown = sorted(set(patches) - set(by_id))
     if unknown:
-        _fail(f"{predictions}: {len(unknown)} predictions name no instance of the dataset, e.g. {unknown[0]}")
+        raise TerminusError(
+            f"{predictions}: {len(unknown)} predictions name no instance of the dataset, e.g. {unknown[0]}"
+        )
     todo = [by_id[i] for i in patches]
     try:  # instance ids become file names: a safe name for each, known before any grading starts
         names = file_names([inst.instance_id for inst in todo], ".log")
     except ValueError as err:
-        _fail(str(err))
+        raise TerminusError(str(err)) from err
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         results = list(
             pool.map(lambda inst: grade_patch(inst, patches[inst.instance_id], sandbox, options=options), todo)
@@ -212,32 +207,30 @@ def tasks_command(
     """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances."""
     from terminus.io import write_text_atomic
     from terminus.swe.corpus import label_distribution, tasks_for
-    from terminus.swe.grade import GradeError
-    from terminus.tasks.build import assign_splits, format_stats
     from terminus.tasks.record import write_tasks
+    from terminus.tasks.splits import assign_splits, format_stats
 
     chosen = _repair_instances(instances) if instances else _instances(dataset, benchmark, split, None)
     observed = (_json_object(report, "--report").get("observed") if report else None) or {}
     if not isinstance(observed, dict):
-        _fail(f"--report {report}: its `observed` is not an object (is it a `terminus swe validate` report?)")
+        raise TerminusError(
+            f"--report {report}: its `observed` is not an object (is it a `terminus swe validate` report?)"
+        )
     for path in bind or []:
         if not path.startswith("/") or not Path(path).exists():
-            _fail(f"--bind {path}: not an absolute path that exists on this machine")
+            raise TerminusError(f"--bind {path}: not an absolute path that exists on this machine")
     tasks = []
     for inst in chosen:
         inst.binds = list(dict.fromkeys([*inst.binds, *(bind or [])]))
-        try:
-            tasks += tasks_for(inst, out, observed.get(inst.instance_id), seed)
-        except GradeError as err:  # e.g. a test patch that does not apply at the base commit
-            _fail(str(err))
+        tasks += tasks_for(inst, out, observed.get(inst.instance_id), seed)
     if not tasks:
-        _fail("no instances, so no tasks")
+        raise TerminusError("no instances, so no tasks")
     by_repo = assign_splits([t.repo for t in tasks], {"train": 0.9, "val": 0.05, "test": 0.05}, seed)
     if splits:
         chosen_splits = _json_object(splits, "--splits")
         missing = sorted({t.repo for t in tasks} - set(chosen_splits))
         if missing:
-            _fail(f"--splits {splits} has no split for repository {missing[0]}")
+            raise TerminusError(f"--splits {splits} has no split for repository {missing[0]}")
         by_repo = chosen_splits
     for task in tasks:
         task.split = by_repo[task.repo]
@@ -259,14 +252,11 @@ def select_command(
     from terminus.io import write_text_atomic
     from terminus.swe.benchmarks import benchmark_repos, load_benchmark_config
     from terminus.swe.corpus import select_rebench
-    from terminus.swe.families import DatasetError, load_rows
+    from terminus.swe.families import load_rows
 
-    try:
-        cfg = load_benchmark_config(config)
-        rows = load_rows(dataset or cfg["dataset"], cfg.get("split"))
-        exclude = set(cfg.get("exclude_repos") or []) | benchmark_repos(cfg.get("exclude_benchmarks") or [])
-    except DatasetError as err:
-        _fail(str(err))
+    cfg = load_benchmark_config(config)
+    rows = load_rows(dataset or cfg["dataset"], cfg.get("split"))
+    exclude = set(cfg.get("exclude_repos") or []) | benchmark_repos(cfg.get("exclude_benchmarks") or [])
     chosen, splits = select_rebench(rows, cfg, exclude)
     write_text_atomic(out, "".join(json.dumps(r, default=str, sort_keys=True) + "\n" for r in chosen))
     write_text_atomic(out.with_suffix(".splits.json"), json.dumps(splits, indent=1, sort_keys=True) + "\n")

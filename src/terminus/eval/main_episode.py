@@ -1,0 +1,54 @@
+"""What the grid's main-agent cells share (repair in `grid`, the SWE family in `swe_cells`): the main agent a spec
+names, and the EvalRecord of its episode. Below both, so that neither imports the other."""
+
+from __future__ import annotations
+
+from terminus.eval.cells import CellRun
+from terminus.eval.metrics import rerun_rate
+from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent
+from terminus.mainagent.reader import ReaderMainAgent
+from terminus.models.openai_compat import api_key_from_env, endpoint_limits
+
+SCHEMA = "terminus.eval/1"
+
+
+def main_brain(spec: dict):
+    if spec["kind"] == "replay":
+        return ReplayMainAgent()
+    if spec["kind"] == "reader":
+        return ReaderMainAgent()
+    key = api_key_from_env(spec.get("api_key_env"), f"main agent {spec['name']}")
+    return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key, **endpoint_limits(spec))
+
+
+def main_agent_record(cell: CellRun, task_id: str, language: str, source: str, result) -> dict:
+    """The EvalRecord of a main-agent episode (repair and SWE-family cells), but for its outcome and wall time."""
+    return {
+        "schema": SCHEMA,
+        "key": cell.key(task_id),
+        "main_agent": cell.main["name"],
+        "subagent": cell.sub["name"],
+        "benchmark": cell.benchmark,
+        "seed": cell.seed,
+        "task_id": task_id,
+        "language": language,
+        "source": source,
+        "main_agent_tokens": result.tokens,
+        "main_prompt_tokens": result.prompt_tokens,
+        "main_completion_tokens": result.completion_tokens,
+        "main_agent_turns": result.turns,
+        "direct_terminal_calls": result.direct_terminal_calls,
+        "subagent_calls": result.subagent_calls,
+        "rerun_rate": rerun_rate(result.subagent_episodes, result.direct_commands),
+        "direct_commands": result.direct_commands,
+        "subagent_tokens": result.subagent_tokens,
+        "subagent_turns": result.subagent_turns,
+        "timeouts": result.timeouts,
+        "error": result.error,
+        "subagent_episodes": [{k: v for k, v in e.items() if k != "trajectory"} for e in result.subagent_episodes],
+        "judge_score": None,
+        "fact_precision": None,
+        "fact_recall": None,
+        "hallucinated": None,
+        "reward": None,
+    }

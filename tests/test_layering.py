@@ -1,0 +1,152 @@
+"""docs/ARCHITECTURE.md's table of rooms is kept true by reading the code: every `import terminus...`, including
+those inside functions, is an edge. A room imports only the rooms its last column names, each above it in the
+table (`errors`, `config` and `runspec` are for everyone, `cli` takes anything), and no module reaches itself
+through a chain of imports. The table had drifted (4 of 7 claims checked were false) and two circles hid behind
+imports inside functions (issue 30)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+EVERYONE = {"errors", "config", "runspec"}
+# Imports that go up the table, each named in the table's text too; none may be added without both.
+KNOWN_UPWARD = {("terminus.tasks.build", "terminus.swe.corpus")}
+
+
+def _rooms() -> tuple[list[str], dict[str, set[str]]]:
+    """The rooms in table order (a row of several rooms is one level) and what each may import."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    section = text.split("## Rooms", 1)[1].split("\n## ", 1)[0]
+    order, allowed = [], {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].startswith("`"):
+            continue
+        rooms = [name.rstrip("/").removesuffix(".py") for name in re.findall(r"`([^`]+)`", cells[0])]
+        may = cells[-1]
+        names = set()
+        for part in may.split(";"):
+            if "known upward import" in part:
+                continue
+            part = re.sub(r"\([^)]*\)", "", part)  # what a parenthesis adds is commentary
+            names |= {n.split(".")[0] for n in re.findall(r"`([^`]+)`", part)}
+        for room in rooms:
+            order.append(room)
+            allowed[room] = {"*"} if may == "everything" else names
+    return order, allowed
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Module -> the terminus modules it imports (an imported name that is a module counts as that module)."""
+    files = {_module_name(p): p for p in (SRC / "terminus").rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{path}: relative import (the project imports absolutely)"
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                while name and name not in files:
+                    name = name.rpartition(".")[0]
+                if name.startswith("terminus.") and name != module and not module.startswith(name + "."):
+                    targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def _room(module: str) -> str:
+    return module.split(".")[1]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_reaches_itself_through_imports():
+    assert _cycles(_imports()) == []
+
+
+def test_the_cycle_finder_finds_a_circle_through_a_function_level_import():
+    graph = {"terminus.a.x": {"terminus.b.y"}, "terminus.b.y": {"terminus.a.x"}, "terminus.c": set()}
+    assert _cycles(graph) == [["terminus.a.x", "terminus.b.y"]]
+
+
+def test_every_room_is_in_the_table():
+    order, _ = _rooms()
+    rooms = {_room(m) for m in _imports() if m != "terminus"}
+    assert rooms - set(order) == set(), "add the room to docs/ARCHITECTURE.md's table"
+
+
+def test_rooms_import_only_what_the_table_allows_and_only_upward():
+    order, allowed = _rooms()
+    level = {room: i for i, room in enumerate(order)}
+    for names in (["errors", "config", "runspec"], ["determinism", "reproducibility"]):  # one row, one level
+        for name in names:
+            level[name] = level[names[0]]
+    wrong = []
+    for module, targets in sorted(_imports().items()):
+        if module == "terminus":
+            continue
+        room = _room(module)
+        for target in sorted(targets):
+            other = _room(target)
+            if other == room or other in EVERYONE or (module, target) in KNOWN_UPWARD:
+                continue
+            if "*" not in allowed[room] and other not in allowed[room]:
+                wrong.append(f"{module} imports {target}: the table does not let `{room}` import `{other}`")
+            elif level[other] >= level[room]:
+                wrong.append(f"{module} imports {target}: `{other}` is not above `{room}` in the table")
+    assert wrong == []
+
+
+def test_the_known_upward_imports_are_named_in_the_table_and_still_exist():
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    graph = _imports()
+    for module, target in KNOWN_UPWARD:
+        assert target in graph[module], f"{module} no longer imports {target}: drop it from KNOWN_UPWARD"
+        short = f"`{module.removeprefix('terminus.')}` -> `{target.removeprefix('terminus.')}`"
+        assert short in text
