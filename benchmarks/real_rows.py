@@ -41,14 +41,7 @@ PLANTED = {
 
 
 def _grade(result: GradeResult) -> dict:
-    return {
-        "resolved": result.resolved,
-        "fail_to_pass": {"passed": len(result.f2p_passed), "failed": len(result.f2p_failed)},
-        "pass_to_pass": {"passed": len(result.p2p_passed), "failed": len(result.p2p_failed)},
-        "patch_applied": result.patch_applied,
-        "error": result.error,
-        "outside_workspace": result.outside_workspace,
-    }
+    return result.report() | {"outside_workspace": result.outside_workspace}
 
 
 def check(inst: RepairInstance, dataset: str, backend: str, options: dict, timeout_s: float) -> dict:

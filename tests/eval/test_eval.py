@@ -217,3 +217,23 @@ def test_a_vllm_subagent_is_served_once_for_its_cell(corpus, tiny_model, tmp_pat
         ["pgrep", "-f", "vllm.entrypoints.openai.api_server.*--served-model-name tiny"], capture_output=True, text=True
     )
     assert leftover.stdout.strip() == ""
+
+
+def test_the_record_types_hold_the_committed_records_exactly():
+    """Each committed EvalRecord (results/cached/eval/records.jsonl) is its benchmark's record type to the key: read
+    into the dataclass and written back, it is the same record (the dicts were typed by hand twice; a key added to
+    one and not the other showed only in a notebook)."""
+    from dataclasses import fields
+
+    from terminus.eval.record import EvalRecord, MainAgentRecord, SweRecord
+
+    kinds = {"execution": EvalRecord, "repair": MainAgentRecord}
+    committed = Path(__file__).resolve().parents[2] / "results/cached/eval/records.jsonl"
+    records = [json.loads(line) for line in committed.read_text().splitlines()]
+    assert {r["benchmark"] for r in records} == set(kinds)
+    for record in records:
+        assert kinds[record["benchmark"]](**record).to_dict() == record, record["key"]
+    swe_only = {f.name for f in fields(SweRecord)} - {f.name for f in fields(MainAgentRecord)}
+    assert swe_only == {"fail_to_pass", "pass_to_pass", "model_patch"}
+    with pytest.raises(TypeError):  # a key no record type has is refused, not carried along
+        EvalRecord(**next(r for r in records if r["benchmark"] == "execution") | {"not_a_field": 1})

@@ -31,22 +31,35 @@ def timings(path: Path) -> dict[str, float]:
     return {r["id"]: r["duration_s"] for r in map(json.loads, path.read_text().splitlines())} if path.exists() else {}
 
 
+def copies_of_row(path: Path) -> Path:
+    """COPIES instances of the fixture's one row, each its own instance id, in a file beside it."""
+    row = json.loads(path.read_text())
+    rows = [row | {"instance_id": f"{row['instance_id']}-{i}"} for i in range(COPIES)]
+    out = path.with_name(f"{path.stem}-copies.jsonl")
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return out
+
+
+def bwrap_smoke_config(prefix: str) -> tuple[str, dict]:
+    """A fresh run name and the smoke config under it, in bwrap."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    config = yaml.safe_load((ROOT / "configs/config.yaml").read_text())
+    config["run"], config["sandbox"] = name, "bwrap"
+    return name, config
+
+
 @pytest.fixture
 def runs(swe_data, tmp_path):
     """Two run names and their configs: the smoke corpus cut to one synthetic repository, with COPIES instances of
     the SWE-rebench-V2 row (each its own instance id), validated with bwrap."""
     root, _ = swe_data
-    row = json.loads((root / "rebench-v2.jsonl").read_text())
-    rows = [row | {"instance_id": f"{row['instance_id']}-{i}"} for i in range(COPIES)]
-    (root / "rebench-copies.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    copies = copies_of_row(root / "rebench-v2.jsonl")
     out = []
     for _ in range(2):
-        name = f"long-corpus-{uuid.uuid4().hex[:8]}"
-        config = yaml.safe_load((ROOT / "configs/config.yaml").read_text())
-        config["run"], config["sandbox"] = name, "bwrap"
+        name, config = bwrap_smoke_config("long-corpus")
         config["tasks"]["synthetic"] |= {"languages": ["python"], "repos_per_language": 1, "variants": ["fail"]}
         config["tasks"]["registry"] = {"enabled": False}
-        swe = {"enabled": True, "dataset": str(root / "rebench-copies.jsonl"), "validate": True, "concurrency": 1}
+        swe = {"enabled": True, "dataset": str(copies), "validate": True, "concurrency": 1}
         config["tasks"]["swe"] = swe
         (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(config))
         out.append((ROOT / "results" / name, tmp_path / f"{name}.yaml"))
@@ -105,17 +118,13 @@ def pro_runs(swe_data, tmp_path):
     """Two run names and their configs whose grid is one SWE-Bench Pro cell over COPIES instances of the fixture's
     row (each its own instance id), with a scripted subagent, in bwrap; a one-task corpus as the validated tasks."""
     root, _ = swe_data
-    row = json.loads((root / "pro.jsonl").read_text())
-    rows = [row | {"instance_id": f"{row['instance_id']}-{i}"} for i in range(COPIES)]
-    (root / "pro-copies.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    copies = copies_of_row(root / "pro.jsonl")
     out = []
     for _ in range(2):
-        name = f"long-pro-{uuid.uuid4().hex[:8]}"
-        config = yaml.safe_load((ROOT / "configs/config.yaml").read_text())
-        config["run"], config["sandbox"] = name, "bwrap"
+        name, config = bwrap_smoke_config("long-pro")
         config["eval"]["benchmarks"] = ["swebench-pro"]
         config["eval"]["subagents"] = [{"name": "scripted", "policy": "scripted"}]
-        config["eval"]["swe"] = {"datasets": {"swebench-pro": str(root / "pro-copies.jsonl")}, "timeout_s": 600}
+        config["eval"]["swe"] = {"datasets": {"swebench-pro": str(copies)}, "timeout_s": 600}
         (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(config))
         tasks = ROOT / "results" / name / "tasks"
         tasks.mkdir(parents=True)

@@ -7,15 +7,7 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import _run, app
-from terminus.cli.support import (
-    FORCE_HELP,
-    REQUEST_TIMEOUT_HELP,
-    RETRIES_HELP,
-    RETRY_FAILED_HELP,
-    override_endpoint_limits,
-    seconds,
-)
+from terminus.cli import _run, app, support
 from terminus.errors import TerminusError
 from terminus.judge.setup import judge_cache_dir, scorer_from_config
 
@@ -31,11 +23,11 @@ def eval_command(
     ),
     no_llm: bool = typer.Option(False, "--no-llm", help="Score the execution benchmark with the fact checker only."),
     request_timeout: float = typer.Option(
-        None, help=f"{REQUEST_TIMEOUT_HELP} Default: config's.", callback=seconds(0.1)
+        None, help=f"{support.REQUEST_TIMEOUT_HELP} Default: config's.", callback=support.seconds(0.1)
     ),
-    max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
-    retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=RETRY_FAILED_HELP),
-    force: bool = typer.Option(False, help=FORCE_HELP),
+    max_retries: int = typer.Option(None, min=0, help=f"{support.RETRIES_HELP} Default: config's."),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=support.RETRY_FAILED_HELP),
+    force: bool = typer.Option(False, help=support.FORCE_HELP),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run grid cells (resumable), each with its subagent loaded or served once; without --cell, every cell and
@@ -46,7 +38,7 @@ def eval_command(
     from terminus.tasks.record import load_tasks
 
     run = _run(config)
-    cfg = override_endpoint_limits(run.config, "eval", request_timeout, max_retries)
+    cfg = support.override_endpoint_limits(run.config, "eval", request_timeout, max_retries)
     out = out or run.run_dir / "eval"
     task_map = {t.id: t for t in load_tasks(tasks)}
     check_models(cfg["eval"], cell or None)

@@ -25,12 +25,18 @@ from pathlib import Path
 from terminus.agent.trajectory import command_brief
 from terminus.collect.provenance import model_stamp
 from terminus.collect.runner import run_episode, run_jobs
-from terminus.eval.cells import CellRun, cell_names, find_cell
-from terminus.eval.main_episode import SCHEMA, main_agent_record, main_brain
+from terminus.config import resolve, resolve_model
+from terminus.config import stamp as make_stamp
+from terminus.eval.cells import CellError, CellRun, cell_names, find_cell
+from terminus.eval.main_episode import main_agent_fields, main_brain
+from terminus.eval.record import EvalRecord, MainAgentRecord
 from terminus.eval.swe_cells import is_swe, swe_episode, swe_instances, write_cell_predictions
+from terminus.io import read_jsonl, write_jsonl_atomic
 from terminus.mainagent.brains import test_command
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.tokens import TokenCounter
+from terminus.models import shared_policy
+from terminus.models.local import warm_imports
 from terminus.models.openai_compat import api_key_from_env, endpoint_limits
 from terminus.runspec import RunSpec, SandboxSpec
 from terminus.sandbox import make_sandbox
@@ -63,11 +69,9 @@ def repair_episode(task: Task, cell: CellRun, *, tasks_file: Path, tokenizer: st
     )
     resolved = verify(task, tree, cell.sandbox) if result.error is None else False
     shutil.rmtree(tree.parent, ignore_errors=True)
-    return main_agent_record(cell, task.id, task.language, task.source, result) | {
-        "resolved": float(resolved),
-        "wall_s": round(time.perf_counter() - start, 3),
-        **cell.stamp,
-    }
+    fields = main_agent_fields(cell, task.id, task.language, task.source, result)
+    wall_s = round(time.perf_counter() - start, 3)
+    return MainAgentRecord(**fields, resolved=float(resolved), wall_s=wall_s, **cell.stamp).to_dict()
 
 
 def execution_episode(task: Task, cell: CellRun, *, tasks_file: Path, scorer) -> dict:
@@ -77,53 +81,40 @@ def execution_episode(task: Task, cell: CellRun, *, tasks_file: Path, scorer) ->
     episode = run_episode(task, tasks_file, cell.policy, sandbox=cell.sandbox, max_turns=turns, trajectory_id=key)
     traj = episode.to_dict()
     verdict = scorer.score([traj])[0]
-    return {
-        "schema": SCHEMA,
-        "key": key,
-        "main_agent": cell.main["name"],
-        "subagent": cell.sub["name"],
-        "benchmark": "execution",
-        "seed": cell.seed,
-        "task_id": task.id,
-        "language": task.language,
-        "source": task.source,
-        "main_agent_tokens": None,
-        "main_prompt_tokens": None,
-        "main_completion_tokens": None,
-        "main_agent_turns": None,
-        "direct_terminal_calls": None,
-        "subagent_calls": 1,
-        "rerun_rate": None,
-        "subagent_tokens": traj["prompt_tokens"] + traj["completion_tokens"],
-        "subagent_turns": len(traj["turns"]),
-        "timeouts": sum(t["timed_out"] for t in traj["turns"]),
-        "resolved": None,
-        "error": traj.get("error"),
-        "subagent_episodes": [
-            {
-                "query": task.query,
-                "commands": [t["command"] for t in traj["turns"]],
-                "turns": [command_brief(t) for t in traj["turns"]],  # how each ended, for `terminus view`
-                "answer": "\n".join(
-                    f"Command: {e['command']}\nSummary: {e['summary']}" for e in traj["final_answer"] or []
-                ),
-                "termination": traj["termination"],
-            }
-        ],
-        "judge_score": verdict["judge_score"],
-        "fact_precision": verdict["fact_precision"],
-        "fact_recall": verdict["fact_recall"],
-        "hallucinated": len(verdict["hallucinated"]),
-        "reward": verdict["reward"],
-        "wall_s": round(time.perf_counter() - start, 3),
-        **cell.stamp,
+    episode = {
+        "query": task.query,
+        "commands": [t["command"] for t in traj["turns"]],
+        "turns": [command_brief(t) for t in traj["turns"]],  # how each ended, for `terminus view`
+        "answer": "\n".join(f"Command: {e['command']}\nSummary: {e['summary']}" for e in traj["final_answer"] or []),
+        "termination": traj["termination"],
     }
+    return EvalRecord(
+        key=key,
+        main_agent=cell.main["name"],
+        subagent=cell.sub["name"],
+        benchmark="execution",
+        seed=cell.seed,
+        task_id=task.id,
+        language=task.language,
+        source=task.source,
+        subagent_calls=1,
+        subagent_tokens=traj["prompt_tokens"] + traj["completion_tokens"],
+        subagent_turns=len(traj["turns"]),
+        timeouts=sum(t["timed_out"] for t in traj["turns"]),
+        error=traj.get("error"),
+        subagent_episodes=[episode],
+        judge_score=verdict["judge_score"],
+        fact_precision=verdict["fact_precision"],
+        fact_recall=verdict["fact_recall"],
+        hallucinated=len(verdict["hallucinated"]),
+        reward=verdict["reward"],
+        wall_s=round(time.perf_counter() - start, 3),
+        **cell.stamp,
+    ).to_dict()
 
 
 def check_models(eval_cfg: dict, names: list[str] | None = None) -> None:
     """Local-model subagents of the named cells (default: all) name folders that exist; paths become absolute."""
-    from terminus.config import resolve, resolve_model
-    from terminus.eval.cells import CellError
 
     wanted = {find_cell(eval_cfg, n)[1]["name"] for n in names} if names else None
     for sub in eval_cfg["subagents"]:
@@ -143,7 +134,6 @@ def served_subagent(spec: dict, log_dir: Path) -> Iterator:
     if spec["policy"] == "none":
         yield None
         return
-    from terminus.models import shared_policy
 
     options = {}
     if spec["policy"] == "openai" and spec.get("api_key_env"):
@@ -177,7 +167,6 @@ def run_cell(
 ) -> list:
     """One cell's episodes (resumable) into `<out_dir>/cells/<name>.jsonl`, in the run's sandbox; its subagent is
     made once. `resume`: run_jobs's provenance, force and retry_failed (a rerun with other inputs is refused)."""
-    from terminus.config import stamp as make_stamp
 
     config, sandbox = run.config, run.sandbox
     eval_cfg = config["eval"]
@@ -194,8 +183,6 @@ def run_cell(
     if main["kind"] == "llm":  # keys and endpoints are checked before any episode runs
         main_brain(main)
     if sub["policy"] == "transformers":
-        from terminus.models.local import warm_imports
-
         warm_imports()
     stamp = make_stamp(config)
     if resume and resume.get("provenance") is not None and sub.get("model"):
@@ -241,7 +228,6 @@ def run_grid(
 
 def merge_cells(config: dict, out_dir: Path) -> list[dict]:
     """`records.jsonl` from the cell files of the config's cells; a missing cell is an error naming it."""
-    from terminus.io import read_jsonl, write_jsonl_atomic
 
     records, missing = [], []
     for name in cell_names(config["eval"]):

@@ -1,5 +1,5 @@
 """What the grid's main-agent cells share (repair in `grid`, the SWE family in `swe_cells`): the main agent a spec
-names, and the EvalRecord of its episode. Below both, so that neither imports the other."""
+names, and the fields of its episode's record (`terminus.eval.record`). Below both, so neither imports the other."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from terminus.eval.metrics import rerun_rate
 from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent
 from terminus.mainagent.reader import ReaderMainAgent
 from terminus.models.openai_compat import api_key_from_env, endpoint_limits
-
-SCHEMA = "terminus.eval/1"
 
 
 def main_brain(spec: dict):
@@ -21,10 +19,10 @@ def main_brain(spec: dict):
     return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key, **endpoint_limits(spec))
 
 
-def main_agent_record(cell: CellRun, task_id: str, language: str, source: str, result) -> dict:
-    """The EvalRecord of a main-agent episode (repair and SWE-family cells), but for its outcome and wall time."""
+def main_agent_fields(cell: CellRun, task_id: str, language: str, source: str, result) -> dict:
+    """The fields of a main-agent episode's record (`MainAgentRecord`, `SweRecord`) that its cell and its
+    `MainAgentResult` give; the caller adds the outcome, the wall time and the stamp."""
     return {
-        "schema": SCHEMA,
         "key": cell.key(task_id),
         "main_agent": cell.main["name"],
         "subagent": cell.sub["name"],
@@ -46,9 +44,4 @@ def main_agent_record(cell: CellRun, task_id: str, language: str, source: str, r
         "timeouts": result.timeouts,
         "error": result.error,
         "subagent_episodes": [{k: v for k, v in e.items() if k != "trajectory"} for e in result.subagent_episodes],
-        "judge_score": None,
-        "fact_precision": None,
-        "fact_recall": None,
-        "hallucinated": None,
-        "reward": None,
     }

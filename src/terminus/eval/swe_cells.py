@@ -11,7 +11,12 @@ import time
 from pathlib import Path
 
 from terminus.eval.cells import SEP, CellRun
-from terminus.eval.main_episode import main_agent_record, main_brain
+from terminus.eval.main_episode import main_agent_fields, main_brain
+from terminus.eval.record import SweRecord
+from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, MainAgentLoop, Workbench
+from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
+from terminus.mainagent.tokens import TokenCounter
+from terminus.sandbox import Limits
 
 GRID_BENCHMARKS = ("repair", "execution")
 
@@ -29,10 +34,6 @@ def swe_instances(eval_cfg: dict, bench: str) -> list:
 
 
 def swe_episode(inst, cell: CellRun, *, tokenizer: str, timeout_s: float) -> dict:
-    from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, MainAgentLoop, Workbench
-    from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
-    from terminus.mainagent.tokens import TokenCounter
-    from terminus.sandbox import Limits
     from terminus.swe import grade_patch, instance_sandbox, patch_from_sandbox
 
     start = time.perf_counter()
@@ -56,16 +57,16 @@ def swe_episode(inst, cell: CellRun, *, tokenizer: str, timeout_s: float) -> dic
             error = f"{type(err).__name__}: {err}"
     grade = grade_patch(inst, patch, sandbox.backend, timeout_s=timeout_s)
     report = grade.report()
-    record = main_agent_record(cell, inst.instance_id, inst.language, inst.family, result)
-    return record | {
-        "resolved": float(grade.resolved),
-        "fail_to_pass": report["fail_to_pass"],
-        "pass_to_pass": report["pass_to_pass"],
-        "model_patch": patch,
-        "error": result.error or error or grade.error,
-        "wall_s": round(time.perf_counter() - start, 3),
+    fields = main_agent_fields(cell, inst.instance_id, inst.language, inst.family, result)
+    return SweRecord(
+        **fields | {"error": result.error or error or grade.error},
+        resolved=float(grade.resolved),
+        fail_to_pass=report["fail_to_pass"],
+        pass_to_pass=report["pass_to_pass"],
+        model_patch=patch,
+        wall_s=round(time.perf_counter() - start, 3),
         **cell.stamp,
-    }
+    ).to_dict()
 
 
 def write_cell_predictions(records: list[dict], out_dir: Path, name: str) -> Path:

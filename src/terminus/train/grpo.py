@@ -24,9 +24,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from terminus.agent.template import TemplateError, describe, install
-from terminus.config import resolve_model as resolve
-from terminus.io import write_json_atomic
+from terminus.collect.lockstep import run_lockstep
+from terminus.collect.provenance import file_sha256, model_stamp
+from terminus.config import resolve_model
+from terminus.determinism import deterministic_torch
+from terminus.io import read_jsonl, write_json_atomic
+from terminus.judge.setup import judge_cache_dir, scorer_from_config
+from terminus.models.generate import EpisodeTokens, TransformersGenerator, TRLVLLMGenerator
 from terminus.runspec import SandboxSpec, load_run
+from terminus.train import before_after as ba
 from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
 
 log = logging.getLogger(__name__)
@@ -122,8 +128,6 @@ def grpo_trainer_class():
 
 def make_generator(trainer, model, tokenizer, max_new_tokens: int):
     """TRL's own vLLM engine when the recipe sets `use_vllm`, else batched transformers generation."""
-    from terminus.models.generate import TransformersGenerator, TRLVLLMGenerator
-
     if trainer.args.use_vllm:
         return TRLVLLMGenerator(trainer, max_new_tokens)
     return TransformersGenerator(
@@ -165,9 +169,6 @@ def run_policy(trainer, episodes: list, script_args: GRPOScriptArguments, name: 
     from functools import partial
 
     from trl.models.utils import unwrap_model_for_generation
-
-    from terminus.collect.lockstep import run_lockstep
-    from terminus.models.generate import EpisodeTokens
 
     if trainer.args.use_vllm and trainer.state.global_step != getattr(trainer, "_last_loaded_step", None):
         trainer.vllm_generation.sync_weights()
@@ -269,13 +270,10 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
 
-    from terminus.determinism import deterministic_torch
-    from terminus.io import read_jsonl
-    from terminus.judge.setup import judge_cache_dir, scorer_from_config
     from terminus.tasks.record import load_tasks
 
     deterministic_torch(training_args.seed)
-    tasks_file = Path(resolve(script_args.tasks_file))
+    tasks_file = Path(resolve_model(script_args.tasks_file))
     if script_args.dry_run:
         return dry_run_report(training_args, model_args, ("num_generations", "max_completion_length", "use_vllm"))
     tasks = [t for t in load_tasks(tasks_file) if t.split in script_args.splits]
@@ -290,10 +288,10 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     task_map = {t.id: t for t in tasks}
     # the run's spec, built once here: the sandbox (--sandbox over the config's backend, the config's image) and the
     # judge go down to every rollout as arguments
-    run = load_run(resolve(script_args.experiment_config), sandbox=script_args.sandbox)
+    run = load_run(resolve_model(script_args.experiment_config), sandbox=script_args.sandbox)
     references = {}
     if script_args.references:
-        references = {r["task_id"]: r for r in read_jsonl(Path(resolve(script_args.references)))}
+        references = {r["task_id"]: r for r in read_jsonl(Path(resolve_model(script_args.references)))}
     if script_args.use_llm_judge and not (run.judge.endpoint or run.judge.serve):
         raise ValueError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
     # the same Scorer as `terminus judge` builds (prompts, concurrency, limits, judge.group) with the run's one cache
@@ -307,7 +305,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
             references=references,
         )
     )
-    model_id = resolve(model_args.model_name_or_path)
+    model_id = resolve_model(model_args.model_name_or_path)
     tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # the template SFT trained with
     dtype = model_args.dtype if model_args.dtype in (None, "auto") else getattr(torch, model_args.dtype)
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype)
@@ -328,10 +326,9 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
             chosen = measure.select(script_args.max_tasks or len(task_map))
             trainer.train_dataset = build_dataset([task_map[t] for t in chosen])
         before = measure.before([t["task_id"] for t in trainer.train_dataset])
-        from terminus.collect.provenance import file_sha256
 
         inputs = run_inputs(training_args, model_args, script=asdict(script_args), tasks=file_sha256(tasks_file),
-                            experiment=file_sha256(resolve(script_args.experiment_config)))  # fmt: skip
+                            experiment=file_sha256(resolve_model(script_args.experiment_config)))  # fmt: skip
         summary = train_and_save(trainer, tokenizer, training_args, model_args, inputs)
         if before is not None:
             summary["before_after"] = measure.after(before)
@@ -349,7 +346,6 @@ class Measure:
         self.trainer, self.tasks, self.tasks_file, self.args = trainer, tasks, tasks_file, script_args
         self.sandbox, self.scorer, self.seed = sandbox, scorer, seed
         self.path = Path(trainer.args.output_dir) / "before_after.json"
-        from terminus.collect.provenance import file_sha256, model_stamp
 
         # what the measurements depend on: a state of other inputs (a model trained again since) is not reused
         inputs = {
@@ -368,8 +364,6 @@ class Measure:
         """Seeded samples of the policy as it is now, in lockstep batches of 16 episodes; torch's random state is
         put back afterwards, so that training samples what it would have without the measurement."""
         import torch
-
-        from terminus.train import before_after as ba
 
         state = torch.random.get_rng_state()
         torch.manual_seed(self.seed * 1000 + offset)
@@ -392,8 +386,6 @@ class Measure:
         write_json_atomic(self.path, self.state)
 
     def select(self, keep: int) -> list[str]:
-        from terminus.train import before_after as ba
-
         if "selected" not in self.state:
             sampled = self._sample(sorted(self.tasks), self.args.spread_samples, "spread", 1)
             self.state["selection"] = {"candidates": len(self.tasks), "samples_per_task": self.args.spread_samples,
@@ -409,8 +401,6 @@ class Measure:
         return self.state["selected"]
 
     def before(self, task_ids: list[str]):
-        from terminus.train import before_after as ba
-
         if not self.args.before_after_samples:
             return None
         if self.state.get("before_ids") != sorted(task_ids):
@@ -420,8 +410,6 @@ class Measure:
         return ba.Sampled(**self.state["before"])
 
     def after(self, before) -> dict:
-        from terminus.train import before_after as ba
-
         after = self._sample(sorted(before.rewards), self.args.before_after_samples, "after", 3)
         self.state["after"] = asdict(after)
         self.state["report"] = ba.report(before, after, self.args.before_after_samples)

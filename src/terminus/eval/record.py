@@ -1,0 +1,65 @@
+"""The grid's record of one episode (contract in docs/ARCHITECTURE.md, `EvalRecord`): typed once here, as
+`Trajectory` is, and written as a dict (`to_dict`) to the cells' JSON-lines files that `eval-summary`, `view`, the
+case study and the notebooks read. Execution cells leave the main-agent fields None; repair cells add the main
+agent's own commands; SWE-family cells add the official grade and the patch."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+SCHEMA = "terminus.eval/1"
+
+
+@dataclass
+class EvalRecord:
+    key: str
+    main_agent: str
+    subagent: str
+    benchmark: str
+    seed: int
+    task_id: str
+    language: str
+    source: str
+    main_agent_tokens: int | None = None
+    main_prompt_tokens: int | None = None
+    main_completion_tokens: int | None = None
+    main_agent_turns: int | None = None
+    direct_terminal_calls: int | None = None
+    subagent_calls: int | None = None
+    rerun_rate: float | None = None
+    subagent_tokens: int | None = None
+    subagent_turns: int | None = None
+    timeouts: int | None = None
+    resolved: float | None = None
+    """1.0 or 0.0 where the benchmark has an outcome (repair, SWE family); None for execution."""
+    error: str | None = None
+    subagent_episodes: list[dict] = field(default_factory=list)
+    judge_score: float | None = None
+    fact_precision: float | None = None
+    fact_recall: float | None = None
+    hallucinated: int | None = None
+    reward: float | None = None
+    wall_s: float = 0.0
+    config_hash: str = ""
+    git_commit: str = ""
+    run: str = ""
+    schema: str = SCHEMA
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class MainAgentRecord(EvalRecord):
+    """A main-agent episode's (repair cells): also the commands the main agent ran itself."""
+
+    direct_commands: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SweRecord(MainAgentRecord):
+    """An SWE-family instance's: also the official grade's test lists and the patch it was given."""
+
+    fail_to_pass: dict = field(default_factory=dict)
+    pass_to_pass: dict = field(default_factory=dict)
+    model_patch: str = ""
