@@ -150,3 +150,83 @@ def test_the_known_upward_imports_are_named_in_the_table_and_still_exist():
         assert target in graph[module], f"{module} no longer imports {target}: drop it from KNOWN_UPWARD"
         short = f"`{module.removeprefix('terminus.')}` -> `{target.removeprefix('terminus.')}`"
         assert short in text
+
+
+# Third-party packages whose import costs a second or more, or loads a GPU or serving engine (measured with
+# `python -X importtime`): a module may import a terminus module that pulls one of them inside a function, so that
+# `terminus --help`, the Snakefile and light stages do not pay for it.
+HEAVY = {
+    "torch", "transformers", "trl", "datasets", "vllm", "peft", "accelerate", "tokenizers", "tiktoken",  # models
+    "jsonschema", "pandas", "seaborn", "matplotlib", "IPython",  # seconds to import
+    "docker", "openai", "httpx", "mcp", "uvicorn",  # clients and servers
+}  # fmt: skip
+
+
+def _top_level_imports(path: Path) -> list[str]:
+    """What a module imports when it is imported: its module-level import statements (not those in functions or
+    under `if TYPE_CHECKING`), each name also as `module.name` (which may be a submodule)."""
+    names = []
+    for node in ast.parse(path.read_text(), str(path)).body:
+        for stmt in node.body if isinstance(node, ast.Try) else [node]:
+            if isinstance(stmt, ast.Import):
+                names += [a.name for a in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom) and stmt.module:
+                names += [stmt.module] + [f"{stmt.module}.{a.name}" for a in stmt.names]
+    return names
+
+
+def _heavy_packages() -> dict[str, set[str]]:
+    """Module -> the HEAVY packages that importing it loads, through every module-level import, its parents' too."""
+    files = {_module_name(p): p for p in (SRC / "terminus").rglob("*.py")}
+
+    def module_of(name: str) -> str:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name
+
+    direct = {m: _top_level_imports(p) for m, p in files.items()}
+    heavy = {}
+    for module in files:
+        seen, todo, found = set(), [module], set()
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            parts = current.split(".")
+            todo += [".".join(parts[:i]) for i in range(2, len(parts))]
+            for name in direct[current]:
+                if name.startswith("terminus."):
+                    todo += [module_of(name)] if module_of(name) else []
+                elif name.split(".")[0] in HEAVY:
+                    found.add(name.split(".")[0])
+        heavy[module] = found
+    return heavy
+
+
+def test_imports_inside_functions_are_heavy_ones_or_say_why():
+    """A terminus import inside a function is there on purpose: what it imports loads a HEAVY package, or its line
+    says `deferred:` and why (a cycle that only a late import breaks). Every other import is at the module's top,
+    where a reader and the layering test see it (issue 30: 124 imports hid inside functions, two circles too)."""
+    heavy = _heavy_packages()
+    wrong = []
+    for path in sorted((SRC / "terminus").rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for func in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(func):
+                if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("terminus"):
+                    continue
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                loads = set().union(*(heavy.get(t, set()) for t in targets))
+                if not loads and "deferred:" not in lines[node.lineno - 1]:
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module} inside a function")
+    assert wrong == [], "move these to the module's top (they load nothing heavy):\n" + "\n".join(wrong)
+
+
+def test_the_heavy_import_check_sees_through_chains():
+    heavy = _heavy_packages()
+    assert "jsonschema" in heavy["terminus.tasks.record"]  # imported at its top
+    assert "jsonschema" in heavy["terminus.swe"]  # through swe.benchmarks -> ... -> tasks.record
+    assert heavy["terminus.cli.support"] == set() and heavy["terminus.runspec"] == set()

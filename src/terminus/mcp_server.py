@@ -40,6 +40,8 @@ from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
 from terminus.agent.trajectory import Trajectory
 from terminus.collect.runner import split_timings
 from terminus.io import append_jsonl
+from terminus.models import make_policy
+from terminus.models.openai_compat import api_key_from_env
 from terminus.runspec import SandboxSpec
 from terminus.sandbox import Sandbox, SandboxError, default_backend, make_sandbox
 from terminus.sandbox.docker import default_image
@@ -100,8 +102,6 @@ class _OneAtATime:
 
 def make_server_policy(settings: ServerSettings):
     """The policy every call shares. Raises ValueError, PolicyError or MissingKeyError on a bad setting."""
-    from terminus.models import make_policy
-    from terminus.models.openai_compat import api_key_from_env
 
     options: dict = {}
     if settings.policy == "openai":

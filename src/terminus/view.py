@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from terminus.errors import TerminusError
+from terminus.judge.facts import required_facts
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,6 @@ def _facts(verdict: dict | None, task: tuple[str, dict] | None) -> dict | None:
     """The required facts an answer stated and those it missed, from the verdict's `missing` and the task."""
     if verdict is None or task is None:
         return None
-    from terminus.judge.facts import required_facts
 
     required = [f"{kind}={value}" for kind, value in required_facts(*task)]
     missing = list(verdict.get("missing") or [])

@@ -18,7 +18,8 @@ from typing import Protocol
 import jinja2
 import yaml
 
-from terminus.agent.parsing import FormatError, parse_final_answer, parse_tool_calls
+from terminus.agent.cost import budget_note
+from terminus.agent.parsing import FormatError, parse_final_answer, parse_tool_calls, render_final_answer
 from terminus.agent.terminal import TERMINAL_TOOL, TOOL_NAME, Terminal, ToolCallError, observation
 from terminus.agent.trajectory import Trajectory, Turn
 from terminus.config import ROOT
@@ -251,7 +252,6 @@ class ExecutionSubagent:
 
     def _check_budget(self) -> None:
         """Before each model call: a run that has spent its tokens or dollars stops here, cleanly, with a note."""
-        from terminus.agent.cost import budget_note
 
         note = budget_note(self.traj, self.config.max_tokens, self.config.max_cost, self.config.price)
         if note:
@@ -287,7 +287,6 @@ class ExecutionSubagent:
 
 def answer_text(traj: Trajectory) -> str:
     """What the main agent receives: the final answer pairs, then the notes."""
-    from terminus.agent.parsing import render_final_answer
 
     parts = [render_final_answer(traj.final_answer)] if traj.final_answer else ["(the subagent gave no final answer)"]
     return "\n".join(parts + traj.notes)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from terminus import __version__
 from terminus.cli.support import OneLineErrors
 from terminus.cli.swe import app as swe_app
 from terminus.errors import TerminusError, set_debug
@@ -22,8 +23,6 @@ app.add_typer(tasks_app, name="tasks")
 
 def _version(value: bool) -> None:
     if value:
-        from terminus import __version__
-
         typer.echo(f"terminus {__version__}")
         raise typer.Exit()
 

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import typer
 
+from terminus.agent.cost import PRICES, Price, cost_line, cost_summary, find_price
+from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
+from terminus.agent.parsing import FormatError, parse_tool_calls
+from terminus.agent.terminal import observation
 from terminus.cli import BACKENDS, app
 from terminus.cli.support import (
     COPY_HELP,
@@ -26,8 +30,11 @@ from terminus.cli.support import (
 )
 from terminus.config import ROOT
 from terminus.errors import TerminusError
+from terminus.models import make_policy
+from terminus.models.openai_compat import PolicyError, api_key_from_env
 from terminus.runspec import SandboxSpec
 from terminus.sandbox import default_backend, make_sandbox
+from terminus.train.tiny import build_tiny_model, corpus_texts
 
 DEMO_PROJECT = ROOT / "examples" / "demo-project"
 
@@ -42,8 +49,6 @@ def run_command(
     max_copy_mb: int = copy_cap_option(),
 ) -> None:
     """Run one command in a sandbox over a copy of REPO and print what the terminal tool returns."""
-    from terminus.agent.terminal import observation
-
     if sandbox and sandbox not in BACKENDS:
         raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     with make_sandbox(SandboxSpec(sandbox), repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
@@ -53,9 +58,6 @@ def run_command(
 @app.command("demo")
 def demo(sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where installed).")) -> None:
     """Run the Execution Subagent (scripted expert) on the bundled demo project and print what happened."""
-    from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
-    from terminus.models import make_policy
-
     if sandbox and sandbox not in BACKENDS:
         raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     backend = sandbox or default_backend()
@@ -140,8 +142,6 @@ def verbose_printer(stream=None) -> Callable[[dict], None]:
         elif role == "user":
             print(f"[to the subagent]\n{text}\n", file=stream)
         elif role == "assistant":
-            from terminus.agent.parsing import FormatError, parse_tool_calls
-
             if text:
                 print(f"[subagent]\n{text}", file=stream)
             try:
@@ -166,8 +166,6 @@ def excerpt(lines: list[str], keep: int = 12) -> list[str]:
 
 
 def _price(policy: str, model: str | None, price_in, price_out, prices: Path | None):
-    from terminus.agent.cost import PRICES, Price, find_price
-
     if (price_in is None) != (price_out is None):
         raise TerminusError("--price-in and --price-out go together (dollars per million tokens in and out)")
     if price_in is not None:
@@ -212,10 +210,6 @@ def exec_subagent(
     On a terminal it shows the turn, the time so far and the command being run; piped, or with --json, it prints
     only the result."""
 
-    from terminus.agent.cost import cost_line, cost_summary
-    from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
-    from terminus.models import make_policy
-
     if not repo.is_dir():
         raise TerminusError(f"--repo {repo} does not exist or is not a folder")
     if not query.strip():
@@ -232,7 +226,6 @@ def exec_subagent(
         raise TerminusError(
             f"--max-cost needs a price: {why} (give --price-in and --price-out, dollars per million tokens)"
         )
-    from terminus.models.openai_compat import PolicyError, api_key_from_env
 
     try:
         key = api_key_from_env(api_key_env, "--api-key-env")
@@ -278,8 +271,6 @@ def tiny_model(
     layers: int = typer.Option(2, help="Transformer layers."),
 ) -> None:
     """Build the tiny Qwen3-architecture model and tokenizer (the smoke scale's base model)."""
-    from terminus.train.tiny import build_tiny_model, corpus_texts
-
     if corpus is not None and not corpus.is_file():
         raise TerminusError(f"--corpus {corpus} does not exist")
     texts = corpus_texts(corpus) if corpus is not None else None

@@ -19,6 +19,9 @@ from terminus.cli.support import (
     seconds,
 )
 from terminus.errors import TerminusError
+from terminus.models import shared_policy
+from terminus.models.openai_compat import PolicyError, api_key_from_env
+from terminus.models.serve import ServeError
 
 
 @tasks_app.command("build")
@@ -101,9 +104,6 @@ def collect_command(
 ) -> None:
     """Run a teacher over the tasks and write its trajectories."""
     from terminus.collect.collect import collect
-    from terminus.models import shared_policy
-    from terminus.models.openai_compat import PolicyError, api_key_from_env
-    from terminus.models.serve import ServeError
     from terminus.tasks.record import TaskFileError
 
     spec = _sandbox(sandbox, config)

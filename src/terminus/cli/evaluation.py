@@ -8,7 +8,12 @@ from pathlib import Path
 import typer
 
 from terminus.cli import _run, app, support
+from terminus.collect.provenance import file_sha256
+from terminus.config import stamp
 from terminus.errors import TerminusError
+from terminus.eval.case_study import case_study
+from terminus.eval.metrics import summarise, write_csv
+from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.setup import judge_cache_dir, scorer_from_config
 
 
@@ -32,9 +37,7 @@ def eval_command(
 ) -> None:
     """Run grid cells (resumable), each with its subagent loaded or served once; without --cell, every cell and
     then per-cell metrics with bootstrap intervals and paired differences."""
-    from terminus.collect.provenance import file_sha256
     from terminus.eval.grid import check_models, run_cell, run_grid
-    from terminus.io import read_jsonl
     from terminus.tasks.record import load_tasks
 
     run = _run(config)
@@ -72,9 +75,7 @@ def eval_summary_command(
 
 
 def _eval_summary(cfg: dict, out: Path) -> None:
-    from terminus.config import stamp
     from terminus.eval.grid import merge_cells
-    from terminus.eval.metrics import summarise, write_csv
 
     try:
         records = merge_cells(cfg, out)
@@ -93,8 +94,6 @@ def case_study_command(
     subagent: str = typer.Option("scripted", help="Which subagent's episode to set against No-Subagent."),
 ) -> None:
     """Serilog-style side by side: main-agent tokens, turns, terminal calls; the subagent's commands and summary."""
-    from terminus.eval.case_study import case_study
-    from terminus.io import read_jsonl, write_json_atomic
 
     try:
         study = case_study(read_jsonl(records), task, subagent)

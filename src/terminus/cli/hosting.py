@@ -19,9 +19,14 @@ from pathlib import Path
 
 import typer
 
+from terminus.agent.template import CHAT_KWARGS, CHAT_TEMPLATE
 from terminus.cli.support import TURN_LIMIT, copy_cap_bytes, copy_cap_option, seconds
 from terminus.errors import TerminusError
+from terminus.models.openai_compat import MissingKeyError, PolicyError
+from terminus.models.serve import free_port, vllm_server
+from terminus.runspec import SandboxSpec
 from terminus.sandbox import BACKENDS
+from terminus.sandbox.copying import check_copy_size, in_git_work_tree
 
 POLICIES = ("scripted", "openai", "transformers", "vllm")
 EXAMPLE_QUERY = "run the unit tests and tell me what fails and why"
@@ -101,8 +106,6 @@ def mcp_command(
         format="terminus mcp %(levelname)s %(name)s: %(message)s",
     )
     from terminus.mcp_server import LOOPBACK, ServerSettings, serve
-    from terminus.models.openai_compat import MissingKeyError, PolicyError
-    from terminus.runspec import SandboxSpec
 
     settings = ServerSettings(
         repo=folder,
@@ -197,7 +200,6 @@ def _http_token(http: int | None, token_env: str | None) -> str:
 def _mcp_repo(repo: Path | None, max_copy_bytes: int | None) -> Path:
     """The folder every call copies. Without --repo it is the current folder, which must be a git work tree: a
     client started in a home folder must not copy it on every call. A folder copied whole is measured now."""
-    from terminus.sandbox.copying import check_copy_size, in_git_work_tree
 
     folder = (repo or Path.cwd()).expanduser().resolve()
     if repo is None and not in_git_work_tree(folder):
@@ -240,8 +242,6 @@ def serve_command(
 ) -> None:
     """Serve a checkpoint with vLLM's OpenAI-compatible server (hermes tool parser), print how to use it, and
     stop it on Ctrl-C."""
-    from terminus.agent.template import CHAT_KWARGS, CHAT_TEMPLATE
-    from terminus.models.serve import free_port, vllm_server
 
     folder = Path(model).expanduser()
     local = folder.exists()

@@ -9,8 +9,11 @@ import typer
 
 from terminus.cli import _run, app
 from terminus.cli.support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
+from terminus.config import stamp
 from terminus.errors import TerminusError
+from terminus.io import read_jsonl, write_json_atomic, write_jsonl_atomic
 from terminus.judge.setup import judge_cache_dir, judge_from_config, scorer_from_config
+from terminus.judge.validity import validity_report
 
 
 @app.command("judge")
@@ -27,7 +30,6 @@ def judge_command(
     max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
 ) -> None:
     """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""
-    from terminus.io import read_jsonl, write_jsonl_atomic
     from terminus.tasks.record import TaskFileError, load_tasks
 
     cfg = override_endpoint_limits(_run(config).config, "judge", request_timeout, max_retries)
@@ -57,9 +59,6 @@ def judge_validity(
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
 ) -> None:
     """How often each scorer ranks a correct episode above a corrupted copy; LLM judge vs fact checker."""
-    from terminus.config import stamp
-    from terminus.io import read_jsonl, write_json_atomic
-    from terminus.judge.validity import validity_report
     from terminus.tasks.record import TaskFileError, load_tasks
 
     run = _run(config)

@@ -11,6 +11,7 @@ import typer
 
 from terminus.config import schema_default
 from terminus.errors import TerminusError
+from terminus.io import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from terminus.sandbox import BACKENDS
 
 # Instances at once: the corpus stage's SWE validation setting, the one home of that default.
@@ -112,7 +113,6 @@ def grade_command(
     bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:
     """Grade predictions: resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passes after the patch."""
-    from terminus.io import write_text_atomic
     from terminus.swe.grade import grade_patch
     from terminus.swe.predictions import read_predictions
     from terminus.swe.record import file_names
@@ -174,7 +174,6 @@ def validate_command(
     bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:
     """Keep the instances whose F2P fail and P2P pass at base + test patch, and all pass with the gold patch."""
-    from terminus.io import write_json_atomic, write_jsonl_atomic
     from terminus.swe.validate import validate_instances
 
     options = _options(sandbox, docker_url, bind)
@@ -205,7 +204,6 @@ def tasks_command(
     bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP + " Recorded in each task's meta.binds."),
 ) -> None:
     """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances."""
-    from terminus.io import write_text_atomic
     from terminus.swe.corpus import label_distribution, tasks_for
     from terminus.tasks.record import write_tasks
     from terminus.tasks.splits import assign_splits, format_stats
@@ -249,7 +247,6 @@ def select_command(
     dataset: str = typer.Option(None, help="Rows (default: the config's hub dataset), e.g. a local JSONL."),
 ) -> None:
     """The SWE-rebench-V2 training selection: languages, no eval-benchmark repository, capped per repository."""
-    from terminus.io import write_text_atomic
     from terminus.swe.benchmarks import benchmark_repos, load_benchmark_config
     from terminus.swe.corpus import select_rebench
     from terminus.swe.families import load_rows

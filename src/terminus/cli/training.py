@@ -11,7 +11,9 @@ import typer
 
 from terminus.cli import BACKENDS, _run, app
 from terminus.cli.support import TURN_LIMIT
+from terminus.config import stamp
 from terminus.errors import TerminusError
+from terminus.train.export import export
 
 logger = logging.getLogger(__name__)
 
@@ -83,8 +85,6 @@ def export_command(
     no_vllm: bool = typer.Option(False, "--no-vllm", help="Skip the vLLM load check."),
 ) -> None:
     """Merge, save and verify: vLLM, loading the export, scores a fixed episode as the trained model does."""
-    from terminus.train.export import export
-
     if not model.is_dir():
         raise TerminusError(f"--model {model} does not exist")
     check = export(model, out, base=base, counts=counts, recipes=recipe, summary=summary, check_vllm=not no_vllm)
@@ -122,7 +122,6 @@ def training_summary_command(
     ),
 ) -> None:
     """Base vs SFT vs GRPO on held-out tasks (final-answer rate, fact recall) and GRPO's reward over steps."""
-    from terminus.config import stamp
     from terminus.train.evaluate import training_summary
 
     if policy not in ("transformers", "vllm"):

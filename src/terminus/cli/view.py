@@ -8,6 +8,7 @@ import typer
 
 from terminus.cli import app
 from terminus.errors import TerminusError
+from terminus.view import write_site
 
 
 @app.command("view")
@@ -19,7 +20,6 @@ def view(
 ) -> None:
     """Write static HTML (no server, nothing loaded from outside) showing each episode: the query, every command with
     its exit status, timing and output, the final answer and the verdict. Open OUT/index.html in any browser."""
-    from terminus.view import write_site
 
     for given, flag in ((verdicts, "--verdicts"), (tasks, "--tasks")):
         if given is not None and not given.is_file():

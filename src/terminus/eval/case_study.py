@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from terminus.mainagent.tokens import TokenCounter
+
 SYNTHETIC = "synthetic"
 
 
@@ -35,7 +37,6 @@ def case_study(
     main_agent: str | None = None,
     tokenizer: str = "qwen",
 ) -> dict:
-    from terminus.mainagent.tokens import TokenCounter
 
     task_id = task_id or pick_task(records, subagent, main_agent)
     pick = {s: r for (s, t), r in _repair(records, main_agent).items() if t == task_id}

@@ -26,6 +26,7 @@ from terminus.config import ROOT
 from terminus.errors import TerminusError
 from terminus.io import write_json_atomic
 from terminus.judge.rubric import Rubric
+from terminus.models.openai_compat import MissingKeyError, OpenAIPolicy, PolicyError, api_key_from_env, endpoint_limits
 
 log = logging.getLogger(__name__)
 DEFAULT_PROMPTS = ROOT / "configs" / "judge" / "prompts.yaml"
@@ -183,14 +184,6 @@ class LLMJudge:
         env.globals["render"] = render_episode
         self.templates = {k: env.from_string(raw[k]) for k in ("system", "single", "group")}
         if policy is None:  # the key is checked here, before any episode is scored
-            from terminus.models.openai_compat import (
-                MissingKeyError,
-                OpenAIPolicy,
-                PolicyError,
-                api_key_from_env,
-                endpoint_limits,
-            )
-
             try:
                 key = api_key_from_env(api_key_env, "judge")
                 limits = endpoint_limits({"request_timeout": request_timeout, "max_retries": max_retries})
@@ -226,7 +219,6 @@ class LLMJudge:
             with self._lock:
                 self.hits += 1
             return json.loads(path.read_text())["reply"], True
-        from terminus.models.openai_compat import PolicyError
 
         try:
             reply = self.policy.respond(messages, []).get("content") or ""

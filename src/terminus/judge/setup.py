@@ -14,6 +14,7 @@ from terminus.config import run_dir
 from terminus.judge.llm import JudgeError, LLMJudge
 from terminus.judge.rubric import load_rubric
 from terminus.judge.scorer import Scorer, ScorerConfig
+from terminus.models.serve import vllm_server
 
 
 def judge_cache_dir(cfg: dict) -> Path:
@@ -62,8 +63,6 @@ def judge_from_config(cfg: dict, cache_dir: Path, no_llm: bool = False) -> Itera
             raise JudgeError("judge.endpoint needs a model")
         yield LLMJudge(rubric, endpoint["model"], endpoint.get("base_url"), endpoint.get("api_key_env"), **common)
     else:
-        from terminus.models.serve import vllm_server
-
         if not Path(serve).is_dir():
             raise JudgeError(f"judge.serve: model folder {serve} does not exist (build it with `terminus tiny-model`)")
         weights = sorted(Path(serve).glob("*.safetensors"))

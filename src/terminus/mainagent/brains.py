@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import shlex
 
+from terminus.models.openai_compat import OpenAIPolicy
+
 RAW_TESTS = {
     "python": "python3 -m pytest -q",
     "node": "node --test",
@@ -121,8 +123,6 @@ class LLMMainAgent:
     """Any OpenAI-compatible chat model as the main agent."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, **options) -> None:
-        from terminus.models.openai_compat import OpenAIPolicy
-
         self.policy = OpenAIPolicy(model, base_url=base_url, api_key=api_key, **options)
         self.name = f"llm:{model}"
 

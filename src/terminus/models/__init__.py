@@ -6,28 +6,27 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from terminus.agent.template import CHAT_TEMPLATE, ENABLE_THINKING
+from terminus.models.local import TransformersPolicy, VLLMPolicy
+from terminus.models.openai_compat import OpenAIPolicy
+from terminus.models.scripted import ScriptedPolicy
+from terminus.models.serve import vllm_server
+
 POLICIES = ("scripted", "openai", "transformers", "vllm")
 
 
 def make_policy(name: str, model: str | None = None, base_url: str | None = None, **options):
     """Build a policy by name. `model` is a hub id or folder (transformers, vllm) or a served model (openai)."""
     if name == "scripted":
-        from terminus.models.scripted import ScriptedPolicy
-
         return ScriptedPolicy()
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
     if not model:
         raise ValueError(f"policy {name!r} needs --model (a hub id, a model folder or a served model name)")
     if name == "openai":
-        from terminus.models.openai_compat import OpenAIPolicy
-
         return OpenAIPolicy(model, base_url=base_url, **options)
     if name == "transformers":
-        from terminus.models.local import TransformersPolicy
-
         return TransformersPolicy(model, **options)
-    from terminus.models.local import VLLMPolicy
 
     return VLLMPolicy(model, **options)
 
@@ -52,7 +51,6 @@ def shared_policy(
     is its share of the GPU (None: vLLM's default). `transformers` is loaded once and generates under a lock; the
     others are made as `make_policy` makes them. `enable_thinking` (local models) None is
     `terminus.agent.template.ENABLE_THINKING`."""
-    from terminus.agent.template import ENABLE_THINKING
 
     thinking = ENABLE_THINKING if enable_thinking is None else enable_thinking
     if name != "vllm":
@@ -63,12 +61,9 @@ def shared_policy(
         return
     if not model:
         raise ValueError("policy 'vllm' needs --model (a hub id or a model folder)")
-    from terminus.models.openai_compat import OpenAIPolicy
-    from terminus.models.serve import vllm_server
 
     served_name = served_name or Path(model).name
     log = Path(log_dir) / f"vllm-{served_name}.log" if log_dir else None
-    from terminus.agent.template import CHAT_TEMPLATE
 
     # a subagent (a hub base model too) renders with the template it is trained with, thinking as set there
     with vllm_server(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 
 from terminus.agent.template import CHAT_KWARGS, chat_template, install
+from terminus.determinism import deterministic_torch
+from terminus.models.generate import TransformersGenerator
 from terminus.timing import model_view
 
 # transformers 5 loads weights through a meta-device context that is not thread-safe: two threads loading at once
@@ -26,8 +28,6 @@ _LOADED: dict[tuple[str, str], tuple] = {}
 def load_transformers(model: str, device: str | None = None) -> tuple:
     """(model, tokenizer), loaded once per process and device; later calls share the same objects."""
     import torch
-
-    from terminus.determinism import deterministic_torch
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     with _LOAD_LOCK:
@@ -66,7 +66,6 @@ class TransformersPolicy:
         device: str | None = None,
         enable_thinking: bool | None = None,
     ):
-        from terminus.models.generate import TransformersGenerator
 
         net, tokenizer = load_transformers(model, device)
         self.name, self.model, self.tokenizer = f"transformers:{model}", net, tokenizer

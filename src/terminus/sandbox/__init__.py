@@ -7,9 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from terminus.runspec import SandboxSpec
+from terminus.sandbox.apptainer import ApptainerSandbox
 from terminus.sandbox.base import CommandResult, Limits, Sandbox
-from terminus.sandbox.bwrap import bwrap_path
+from terminus.sandbox.bwrap import BwrapSandbox, bwrap_path
+from terminus.sandbox.docker import DockerSandbox
 from terminus.sandbox.errors import OutsideWorkspaceError, SandboxError
+from terminus.sandbox.local import LocalSandbox
 
 BACKENDS = ("local", "bwrap", "docker", "apptainer")
 
@@ -39,20 +42,12 @@ def make_sandbox(
     binds = list(spec.binds) or None
     sizes = {"copy": copy, "max_copy_bytes": max_copy_bytes}
     if backend == "local":
-        from terminus.sandbox.local import LocalSandbox
-
         return LocalSandbox(source, limits, network, **sizes)
     if backend == "bwrap":
-        from terminus.sandbox.bwrap import BwrapSandbox
-
         return BwrapSandbox(source, limits, network, binds=binds, **sizes)
     if backend == "docker":
-        from terminus.sandbox.docker import DockerSandbox
-
         return DockerSandbox(source, limits, network, image=spec.image, binds=binds, **sizes, **engine)
     if backend == "apptainer":
-        from terminus.sandbox.apptainer import ApptainerSandbox
-
         if binds:
             raise SandboxError(f"the apptainer sandbox takes no extra binds here (given {', '.join(binds)})")
         return ApptainerSandbox(source, limits, network, image=spec.image, **sizes)

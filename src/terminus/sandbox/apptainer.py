@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 
 from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE, ProcessSandbox, SandboxError
+from terminus.sandbox.docker import default_image
 
 WORKSPACE = "/workspace"
 
@@ -21,8 +22,6 @@ class ApptainerSandbox(ProcessSandbox):
     inside_control = INSIDE_CONTROL
 
     def __init__(self, *args, image: str | None = None, **kwargs) -> None:
-        from terminus.sandbox.docker import default_image
-
         if apptainer_path() is None:
             raise SandboxError("apptainer (or singularity) is not on PATH; it is installed on HPC nodes, not here")
         self.image = image or default_image("apptainer")

@@ -20,6 +20,7 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
+from terminus.io import write_text_atomic
 from terminus.swe.grade import GradeError, base_git, checkout, setup_tests_commands
 from terminus.swe.parsers import PASSING
 from terminus.swe.patchcheck import files_after
@@ -221,7 +222,6 @@ def build_swe_corpus(
     Writes `out` (tasks), `<out>.validation.json` and `<out>.stats.json`; returns the stats."""
     import json
 
-    from terminus.io import write_text_atomic
     from terminus.swe.benchmarks import benchmark_repos, instances_from_rows, load_benchmark_config
     from terminus.swe.families import load_rows
     from terminus.swe.validate import validate_instances

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from terminus.errors import TerminusError
 from terminus.sandbox import Limits, Sandbox, SandboxError, SandboxSpec, hostfs, make_sandbox
+from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
 from terminus.sandbox.output import normalise
 from terminus.sandbox.tmproot import run_root
 from terminus.swe.parsers import PASSING, normalise_test_id, parse_log
@@ -121,8 +122,6 @@ def sandbox_options(inst: RepairInstance, backend: str | None, options: dict | N
             raise GradeError(f"{inst.instance_id}: apptainer needs an image (the row has none; pass one in options)")
         options["image"] = image if "://" in image or image.endswith(".sif") else f"docker://{image}"
     elif backend == "docker":
-        from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
-
         options.setdefault("image", inst.image or HOST_IMAGE)
         own = [b if ":" in b else f"{b}:{b}:ro" for b in binds]
         if options["image"] == HOST_IMAGE:

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
+from terminus.collect import provenance as prov
 from terminus.io import drop_report
 from terminus.sandbox import Limits
 from terminus.swe.grade import NO_RESULT, grade_in_sandbox, instance_sandbox
@@ -103,7 +104,6 @@ def _checked(
     progress: Path,
 ) -> list[tuple[str | None, dict]]:
     """check_instance's outcomes, through a resumable progress file (see validate_instances)."""
-    from terminus.collect import provenance as prov
     from terminus.collect.runner import run_jobs
 
     def one(inst: RepairInstance) -> dict:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 import re
 
+from terminus.tasks.synthetic.spec import DOMAINS
+
 SYLLABLES = (
     "ba", "ko", "ri", "mu", "te", "la", "zo", "ni", "pe", "gu", "da", "vi", "so", "ha", "me", "fu", "ro", "ki",
     "lo", "ze", "na", "po", "xi", "ju", "we", "ta", "mi", "do", "ge", "sa",
@@ -20,7 +22,6 @@ SYLLABLES = (
 
 def vocabulary() -> list[str]:
     """The snake_case names the synthetic generator uses for projects and functions."""
-    from terminus.tasks.synthetic.spec import DOMAINS
 
     words = set(DOMAINS)
     for functions, _packages in DOMAINS.values():

@@ -18,6 +18,8 @@ from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.collect.runner import run_episode, run_jobs
 from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.facts import check, observations_of
+from terminus.models import shared_policy
+from terminus.models.local import warm_imports
 from terminus.runspec import SandboxSpec
 from terminus.tasks.record import Task, load_tasks
 
@@ -49,8 +51,6 @@ def held_out(
     if limit is not None and limit < len(tasks):
         keep = random.Random(0).sample(sorted(tasks), limit)
         tasks = {i: tasks[i] for i in sorted(keep)}
-    from terminus.models import shared_policy
-    from terminus.models.local import warm_imports
 
     warm_imports()
     name = name or Path(model).name

@@ -18,6 +18,7 @@ from pathlib import Path
 from terminus.agent.template import install
 from terminus.agent.terminal import TERMINAL_TOOL
 from terminus.io import write_json_atomic
+from terminus.models.serve import _cuda, fitting_memory_fraction
 
 log = logging.getLogger(__name__)
 CHECK_MESSAGES = [
@@ -166,8 +167,6 @@ _CHILD_MARK = "terminus-vllm-logprobs: "
 def _vllm_child() -> None:
     """In the child: score the ids read from stdin, print them, and leave without tearing vLLM down."""
     from vllm import LLM, SamplingParams
-
-    from terminus.models.serve import _cuda, fitting_memory_fraction
 
     ids = json.loads(sys.stdin.read())
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")

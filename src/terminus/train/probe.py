@@ -22,6 +22,7 @@ import statistics
 from pathlib import Path
 
 from terminus.agent.template import CHAT_KWARGS
+from terminus.determinism import deterministic_torch
 from terminus.train.data import decision_cut
 
 _CD = re.compile(r"^cd\s+(\S+)\s*&&\s*")
@@ -145,8 +146,6 @@ def probe(model_path: Path | str, data: Path | str, limit: int = 40, splits=("tr
     """The probe's figures for one model folder on an SFT dataset folder (`datasets.load_from_disk`)."""
     from datasets import load_from_disk
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from terminus.determinism import deterministic_torch
 
     deterministic_torch(0)
     tokenizer = AutoTokenizer.from_pretrained(model_path)

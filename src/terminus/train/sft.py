@@ -16,8 +16,11 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from terminus.agent.template import TemplateError, describe, install
+from terminus.agent.terminal import TERMINAL_TOOL
+from terminus.collect.provenance import model_stamp
 from terminus.config import resolve, resolve_model
-from terminus.io import append_jsonl, write_jsonl_atomic
+from terminus.determinism import deterministic_torch
+from terminus.io import append_jsonl, write_json_atomic, write_jsonl_atomic
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +103,6 @@ def run_inputs(training_args, model_args, **extra) -> dict:
     starting model's files, and the caller's data (`extra`: stamps of the dataset or task file)."""
     from dataclasses import asdict
 
-    from terminus.collect.provenance import model_stamp
-
     recipe = {k: v for k, v in training_args.to_dict().items() if k not in RUN_MANAGEMENT and not k.startswith("_")}
     model = {k: v for k, v in asdict(model_args).items() if k not in RUN_MANAGEMENT}
     start = model_stamp(resolve_model(model_args.model_name_or_path))
@@ -144,7 +145,6 @@ def resume_point(output_dir: str, inputs: dict) -> str | None:
                     output_dir, ", ".join(changed[:8]), dest)  # fmt: skip
         resume = None
     out.mkdir(parents=True, exist_ok=True)
-    from terminus.io import write_json_atomic
 
     write_json_atomic(stamp, inputs)
     return resume
@@ -190,7 +190,6 @@ def check_model_resolves(model_id: str) -> dict:
 
 def check_assistant_mask(tokenizer, messages: list[dict]) -> None:
     """One clear line, before any training, when the template marks no assistant token (TRL would train on nothing)."""
-    from terminus.agent.terminal import TERMINAL_TOOL
 
     rendered = tokenizer.apply_chat_template(
         messages, tools=[TERMINAL_TOOL], tokenize=True, return_dict=True, return_assistant_tokens_mask=True
@@ -217,8 +216,6 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
     from datasets import load_from_disk
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTTrainer, get_peft_config
-
-    from terminus.determinism import deterministic_torch
 
     deterministic_torch(training_args.seed)
     model_id = resolve_model(model_args.model_name_or_path)

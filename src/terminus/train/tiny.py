@@ -8,6 +8,9 @@ import logging
 from pathlib import Path
 
 from terminus.agent.template import install
+from terminus.determinism import deterministic_torch
+from terminus.io import read_jsonl
+from terminus.timing import model_view
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +46,6 @@ def _seed_corpus() -> list[str]:
 def corpus_texts(trajectories: Path) -> list[str]:
     """The seed corpus plus what a model reads of the trajectories (`model_view`: timing text normalised, so that
     two runs of one seed train the same tokenizer)."""
-    from terminus.io import read_jsonl
-    from terminus.timing import model_view
 
     texts = _seed_corpus()
     for record in read_jsonl(trajectories):
@@ -83,8 +84,6 @@ def build_tiny_model(
 ) -> Path:
     """Write a Hugging Face model folder (config, safetensors, tokenizer, chat template, generation config)."""
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
-
-    from terminus.determinism import deterministic_torch
 
     deterministic_torch(seed)
     tokenizer = build_tokenizer(texts or _seed_corpus(), vocab_size)
