@@ -12,7 +12,6 @@ import contextlib
 import logging
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -24,6 +23,7 @@ from typing import Protocol, runtime_checkable
 from terminus.sandbox import files, hostfs
 from terminus.sandbox.copying import COPY_MODES, copy_repository
 from terminus.sandbox.errors import SandboxError
+from terminus.sandbox.fdtree import remove_tree
 from terminus.sandbox.output import OutputCollector
 from terminus.sandbox.procs import MARKER_VAR, EnvMarker, PidsCgroup, make_tracker
 from terminus.sandbox.tmproot import run_root
@@ -161,10 +161,18 @@ class Workspace:
     `copy`: `git` copies the files git sees (tracked, and untracked but not ignored) when the source is a git work
     tree, else everything; `all` copies everything. Special files are skipped and listed in `skipped`. The folder
     lives under this process's temp root (`tmproot`), which a later run removes if this one is killed.
+
+    `owner` (uid, gid): who the command runs as when that is not the harness's user (bwrap under root): the writable
+    folders and the copy are made over to it, `control` stays the host's.
     """
 
     def __init__(
-        self, source: Path | None, root: Path | None = None, copy: str = "git", max_copy_bytes: int | None = None
+        self,
+        source: Path | None,
+        root: Path | None = None,
+        copy: str = "git",
+        max_copy_bytes: int | None = None,
+        owner: tuple[int, int] | None = None,
     ) -> None:
         if source is not None and not Path(source).is_dir():  # checked first: no empty temp folder is left
             raise SandboxError(f"repository folder {source} does not exist or is not a folder")
@@ -177,13 +185,16 @@ class Workspace:
         self.state = self.root / "state"
         self.control = self.root / "control"
         self.skipped: list[str] = []
+        self.owner = owner
         try:
             if source is not None:
-                self.skipped = copy_repository(Path(source), self.repo, copy, max_copy_bytes)
+                self.skipped = copy_repository(Path(source), self.repo, copy, max_copy_bytes, owner=owner)
             else:
                 self.repo.mkdir()
             for folder in (self.home, self.tmp, self.state, self.control):
                 folder.mkdir()
+            for folder in (self.repo, self.home, self.tmp, self.state) if owner else ():
+                os.chown(folder, *owner, follow_symlinks=False)  # folders the host just made: nothing to follow
         except OSError as err:
             self.remove()
             raise SandboxError(f"cannot copy {source} into a workspace: {err}") from err
@@ -192,7 +203,7 @@ class Workspace:
             raise
 
     def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)  # never raises: a tree the sandbox made too deep or odd is logged, not fatal
 
 
 def stage_command(ws: Workspace, limits: Limits, closed: bool, command: str, timeout_s: float) -> float:
@@ -218,7 +229,7 @@ class SandboxBase(files.FileAccess):
     def _prepare_folders(self, epilogue: str = "") -> None:
         """The wrapper into the control folder, the first working directory into the shell state."""
         hostfs.write_text(self.ws.control, "wrapper.sh", render_wrapper(self.limits, epilogue))
-        hostfs.write_text(self.ws.state, "cwd", self.inside_workspace + "\n")
+        hostfs.write_text(self.ws.state, "cwd", self.inside_workspace + "\n", owner=self.ws.owner)
 
     def wrapper_argv(self) -> list[str]:
         """bash running the wrapper, as the command sees the two folders."""
@@ -289,7 +300,7 @@ class ProcessSandbox(SandboxBase):
     ) -> None:
         self.limits = limits or Limits()
         self.network = network
-        self.ws = Workspace(source, copy=copy, max_copy_bytes=max_copy_bytes)
+        self.ws = Workspace(source, copy=copy, max_copy_bytes=max_copy_bytes, owner=self.sandbox_owner())
         self.workspace = self.ws.repo
         self.tracker = make_tracker(self.limits.processes)
         self._closed = False
@@ -298,6 +309,10 @@ class ProcessSandbox(SandboxBase):
     # -- what subclasses provide -------------------------------------------------------------------
     def argv(self) -> list[str]:
         raise NotImplementedError
+
+    def sandbox_owner(self) -> tuple[int, int] | None:
+        """(uid, gid) the command runs as when it is not the harness's user; None: the harness's."""
+        return None
 
     # -- shared ------------------------------------------------------------------------------------
     def env(self) -> dict[str, str]:

@@ -1,11 +1,19 @@
-"""`bwrap`: bubblewrap. Read-only system, writable workspace, private /tmp and HOME, PID namespace, no network."""
+"""`bwrap`: bubblewrap. Read-only system, writable workspace, private /tmp, /home, /root and /run, PID namespace, no
+network, and, when the harness is root, a command that runs as a user who owns nothing on the host.
+
+Under a root harness, `--unshare-user --uid` would map the sandbox's user to root: every root-owned file in view
+(`/etc/shadow`, mode-600 files under `/var`, `/etc` or the work folders) would be the command's own. So as root, bwrap
+keeps root only for its own set-up (mounts), and the command is started through `setpriv` as `SANDBOX_UID`, a uid
+with no entry on the host, with no capabilities, an empty bounding set and `no_new_privs`; the workspace's folders
+are made over to that uid. As any other user, bwrap maps the command to that same user (an ordinary user already).
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 
-from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE, ProcessSandbox, SandboxError
+from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE, TOOLCHAIN_HOMES, ProcessSandbox, SandboxError
 
 WORKSPACE = "/workspace"
 HOME = "/home/sandbox"
@@ -13,6 +21,12 @@ HOME = "/home/sandbox"
 # prints (`command -v python3`, a traceback into site-packages) is the same in every clone of the repository and
 # training data made in /work/main and in a CI checkout elsewhere are the same text. The first is TOOLCHAINS/venv.
 TOOLCHAINS = "/toolchains"
+# The command's uid and gid under a root harness: distroless's "nonroot", which no host package owns files as.
+SANDBOX_UID = 65532
+# Each private tmpfs (/run, /home, /root, /dev/shm) holds at most this: a command cannot fill the host's memory there.
+TMPFS_BYTES = 256 * 1024 * 1024
+# Home folders: hidden (an empty tmpfs), except the toolchain folders the command needs (`toolchain_binds`).
+HIDDEN_HOMES = ("/root", "/home")
 
 
 def bwrap_path() -> str | None:
@@ -20,7 +34,7 @@ def bwrap_path() -> str | None:
 
 
 # Top-level entries of / that the sandbox gets its own (empty or private) version of.
-_PRIVATE = {"proc", "dev", "tmp", "run", "home", "workspace", "toolchains", "lost+found"}
+_PRIVATE = {"proc", "dev", "tmp", "run", "home", "root", "workspace", "toolchains", "lost+found"}
 
 
 def _system_binds() -> list[str]:
@@ -82,12 +96,74 @@ def inside_path(path_var: str, venvs: dict[str, str]) -> str:
     return ":".join(entries)
 
 
+# Folders the sandbox gets fresh (a tmpfs, or a workspace folder): bwrap makes missing folders on the way to a bind
+# below them mode 0700 and root-owned, which the unprivileged command could not enter.
+_FRESH = ("/toolchains", "/tmp", "/home", "/root", "/run")
+
+
+def with_parents(args: list[str]) -> list[str]:
+    """`args` (bwrap bind options) with `--perms 0755 --dir` before each bind for every folder on the way to its
+    destination below a fresh folder (`_FRESH`), each once: `/toolchains` and `/tmp/a` for `/tmp/a/venv`."""
+    out: list[str] = []
+    made: set[str] = set()
+    i = 0
+    while i < len(args):
+        if args[i] in ("--bind", "--ro-bind"):
+            dest = os.path.normpath(args[i + 2])
+            fresh = next((f for f in _FRESH if dest.startswith(f + "/")), None)
+            if fresh:
+                parts = dest[len(fresh) + 1 :].split("/")[:-1]
+                folders = ([fresh] if fresh == "/toolchains" else []) + [
+                    "/".join([fresh, *parts[: k + 1]]) for k in range(len(parts))
+                ]
+                for folder in folders:
+                    if folder not in made:
+                        made.add(folder)
+                        out += ["--perms", "0755", "--dir", folder]
+            out += args[i : i + 3]
+            i += 3
+        else:
+            out.append(args[i])
+            i += 1
+    return out
+
+
+def _hidden_top(path: str) -> str | None:
+    """The folder to bind for a toolchain path under a hidden home: `/root/.pyenv/shims` -> `/root/.pyenv`,
+    `/home/u/.cargo/bin` -> `/home/u/.cargo`; None outside the hidden homes or for a home itself."""
+    norm = os.path.normpath(path)
+    for home in HIDDEN_HOMES:
+        if norm.startswith(home + "/"):
+            depth = 1 if home == "/root" else 2  # /home/<user>/<folder>
+            parts = norm[len(home) + 1 :].split("/")
+            return "/".join([home, *parts[:depth]]) if len(parts) >= depth else None
+    return None
+
+
+def toolchain_binds(path_var: str, venvs: dict[str, str]) -> list[str]:
+    """The folders under a hidden home (`HIDDEN_HOMES`) that the command's toolchains live in, to bind read-only:
+    each PATH entry's, each toolchain manager's home (`TOOLCHAIN_HOMES`: rustup, pyenv), and each bound venv's base
+    interpreter (pyvenv.cfg's `home`: a pyenv Python). Nothing else of those homes is visible."""
+    candidates = [e for e in path_var.split(":") if e.startswith("/")]
+    candidates += [
+        os.environ.get(var) or os.path.join(os.path.expanduser("~"), d) for var, d in TOOLCHAIN_HOMES.items()
+    ]
+    for prefix in venvs:
+        try:
+            with open(os.path.join(prefix, "pyvenv.cfg")) as cfg:
+                candidates += [line.split("=", 1)[1].strip() for line in cfg if line.split("=")[0].strip() == "home"]
+        except OSError:
+            continue
+    tops = {top for c in candidates if (top := _hidden_top(c)) and os.path.isdir(top) and not os.path.islink(top)}
+    return sorted(tops)
+
+
 class BwrapSandbox(ProcessSandbox):
     """The command sees the host's system read-only, and only its own workspace, home and /tmp writable.
 
-    As root, bwrap keeps all capabilities unless told otherwise; `--unshare-user --uid` makes the command an
-    ordinary user inside a user namespace, so it cannot remount the read-only system or reach the host's
-    network namespace.
+    As root (the module doc), the command is `SANDBOX_UID` through `setpriv`, with no capabilities; otherwise
+    `--unshare-user --uid` makes it the harness's own ordinary user inside a user namespace. Either way it cannot
+    remount the read-only system or reach the host's network namespace.
     """
 
     name = "bwrap"
@@ -103,7 +179,17 @@ class BwrapSandbox(ProcessSandbox):
         self.binds = list(binds or [])
         self._bind_args = bind_args(self.binds)
         self.venvs = venvs_on_path(os.environ.get("PATH", ""))
+        self.toolchains = toolchain_binds(os.environ.get("PATH", ""), self.venvs)
+        self.setpriv = shutil.which("setpriv") if os.geteuid() == 0 else None
+        if os.geteuid() == 0 and self.setpriv is None:
+            raise SandboxError(
+                "bwrap under root needs setpriv (util-linux) to run commands as an unprivileged user; "
+                "install util-linux, or run terminus as an ordinary user"
+            )
         super().__init__(*args, **kwargs)
+
+    def sandbox_owner(self) -> tuple[int, int] | None:
+        return (SANDBOX_UID, SANDBOX_UID) if self.setpriv else None
 
     def env(self) -> dict[str, str]:
         env = super().env()
@@ -119,16 +205,13 @@ class BwrapSandbox(ProcessSandbox):
         return "/tmp"
 
     def argv(self) -> list[str]:
+        size = ["--size", str(TMPFS_BYTES)]
         argv = [bwrap_path() or "bwrap", *_system_binds()]
+        argv += ["--dev", "/dev", "--perms", "1777", *size, "--tmpfs", "/dev/shm", "--proc", "/proc"]
+        for folder in ("/run", *HIDDEN_HOMES):
+            argv += [*size, "--tmpfs", folder]
+        argv += with_parents([arg for top in self.toolchains for arg in ("--ro-bind", top, top)])
         argv += [
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/run",
-            "--tmpfs",
-            "/home",
             "--bind",
             str(self.ws.tmp),
             "/tmp",
@@ -144,17 +227,12 @@ class BwrapSandbox(ProcessSandbox):
             "--ro-bind",
             str(self.ws.control),
             INSIDE_CONTROL,
-            *self._bind_args,  # after the private /tmp and /home, so that they show through those
-            *[arg for host, inside in self.venvs.items() for arg in ("--ro-bind", host, inside)],
+            # after the private /tmp and /home, so that they show through those
+            *with_parents([*self._bind_args, *[a for h, i in self.venvs.items() for a in ("--ro-bind", h, i)]]),
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",
-            "--unshare-user",
-            "--uid",
-            str(os.getuid() or 1000),
-            "--gid",
-            str(os.getgid() or 1000),
             "--hostname",
             "sandbox",
             "--die-with-parent",
@@ -164,6 +242,16 @@ class BwrapSandbox(ProcessSandbox):
             "--remount-ro",
             "/",
         ]
+        if not self.setpriv:
+            argv += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
         if not self.network:
             argv.append("--unshare-net")
-        return [*argv, *self.wrapper_argv()]
+        return [*argv, "--", *self.drop_privileges(), *self.wrapper_argv()]
+
+    def drop_privileges(self) -> list[str]:
+        """Under a root harness, `setpriv` makes the command `SANDBOX_UID`: no supplementary groups, no capabilities
+        (inheritable, ambient or bounding), and no way to gain any back (`no_new_privs`)."""
+        if not self.setpriv:
+            return []
+        ids = [f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups"]
+        return [self.setpriv, *ids, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs"]

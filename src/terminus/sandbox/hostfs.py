@@ -98,9 +98,12 @@ def is_file(root: Path, rel: str | os.PathLike) -> bool:
     return stat.S_ISREG(info.st_mode)
 
 
-def write_bytes(root: Path, rel: str | os.PathLike, data: bytes, mode: int = 0o644) -> None:
+def write_bytes(
+    root: Path, rel: str | os.PathLike, data: bytes, mode: int = 0o644, owner: tuple[int, int] | None = None
+) -> None:
     """Replace `root/rel` by a new regular file holding `data`: whatever entry was there (a link, a hard link to a
-    host file, a FIFO) is removed first and never written through."""
+    host file, a FIFO) is removed first and never written through. `owner`: (uid, gid) to give the new file (the
+    sandbox's user, for a file its commands rewrite)."""
     parts = _parts(rel)
     with _parent_fd(Path(root), parts) as parent:
         with contextlib.suppress(FileNotFoundError):
@@ -111,6 +114,8 @@ def write_bytes(root: Path, rel: str | os.PathLike, data: bytes, mode: int = 0o6
         except FileExistsError as err:  # re-planted between the unlink and the open: refuse, never follow
             raise UnsafePathError(f"{root}/{rel} was replaced while the host wrote it") from err
         try:
+            if owner:
+                os.fchown(fd, *owner)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
@@ -118,8 +123,8 @@ def write_bytes(root: Path, rel: str | os.PathLike, data: bytes, mode: int = 0o6
             os.close(fd)
 
 
-def write_text(root: Path, rel: str | os.PathLike, text: str) -> None:
-    write_bytes(root, rel, text.encode())
+def write_text(root: Path, rel: str | os.PathLike, text: str, owner: tuple[int, int] | None = None) -> None:
+    write_bytes(root, rel, text.encode(), owner=owner)
 
 
 def unlink(root: Path, rel: str | os.PathLike) -> None:
