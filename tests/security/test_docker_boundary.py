@@ -68,12 +68,14 @@ def test_a_bind_that_asks_for_any_mode_but_ro_is_refused_before_a_container_exis
     assert list(shared.iterdir()) == []
 
 
-@pytest.mark.parametrize("bind", ["relative/path:/x", "/no/such/host/path:/x", "{tmp}:relative", "{tmp}:/a/../b"])
+@pytest.mark.parametrize("bind", ["relative/path:/x", "{tmp}/no/such/path:/x", "{tmp}:relative", "{tmp}:/a/../b"])
 def test_binds_must_be_absolute_and_exist(docker_box, tmp_path, bind):
+    """Refused, naming the bind; the engine would otherwise create a missing host path, as root."""
     bind = bind.format(tmp=tmp_path)
     with pytest.raises(SandboxError) as err:
         docker_box((bind,))
     assert bind in str(err.value)
+    assert not (tmp_path / "no").exists()
 
 
 def test_a_read_only_bind_is_read_only_inside(docker_box, tmp_path):
@@ -209,3 +211,21 @@ def test_no_unix_socket_is_reachable_inside(docker_box):
     result = box.run("find / -path /proc -prune -o -type s -print 2>/dev/null; ls /var/run /run 2>&1; true", 60)
     assert ".sock" not in result.output and "docker" not in result.output, result.output
     assert box.run("find / -path /proc -prune -o -type s -print 2>/dev/null | wc -l", 60).output.strip() == "0"
+
+
+# -- the bound folders ---------------------------------------------------------------------------------------
+
+
+def test_links_planted_where_the_folders_are_mounted_stay_inside_on_a_restart(docker_box, tmp_path):
+    """Container root replaces /run (where the state and control folders are mounted) and /home by links to a host
+    folder and stops the container's init: the restart resolves those mount points inside the container's own
+    root, the host folder stays empty, and the control folder stays read-only."""
+    host = tmp_path / "hostdir"
+    host.mkdir()
+    box = docker_box()
+    planted = box.run(f"mv /run /run.old && ln -s {host} /run && mv /home /home.old && ln -s {host} /home; kill 1", 30)
+    assert planted.exit_code in (0, None), planted.output
+    after = box.run("echo restarted > /run/terminus-control/command; touch $HOME/h /run/terminus/s; echo done", 30)
+    assert "done" in after.output and "Read-only file system" in after.output, after.output
+    assert list(host.iterdir()) == []
+    assert box.run("ln /etc/passwd pw", 30).exit_code != 0  # no hard link to a file outside the bind

@@ -1,12 +1,14 @@
 """`docker`: one container per episode through the Docker SDK, no network, memory/pids/cpu limits.
 
 Each command is a `docker exec` of the same bash wrapper as the other backends. Killing the client does
-not stop what runs inside a container, so a timeout kills the container itself (and it is started again at
-once: the workspace and shell state live in bind mounts and survive). After every command the host settles
-the container with a `docker exec` of its own, as root and not through the wrapper (whose EXIT trap the
-command can remove, or skip with `exec`): every process but the container's init is killed, and the setuid
-and setgid bits of what the command could write are cleared, so that no setuid-root file of container root's
-is left in a host folder.
+not stop what runs inside a container, so a timeout kills the container itself (and the next command starts it
+again: the workspace and shell state live in bind mounts and survive). The wrapper's EXIT trap kills what the
+command left, but the command can remove that trap or skip it with `exec`; so after every command the host
+itself checks (`_settle`): it lists the container's processes with `docker top` (the host's `ps`, nothing the
+container could replace) and kills the container if anything but its init is left. Then it clears the setuid
+and setgid bits below the folders the command can write (`setid`): container root is root in those host
+folders, and a setuid-root copy of a shell must not stay there. Nothing of the container's runs in that step,
+so a program planted in the image (its `find`, its `bash`) cannot skip it.
 """
 
 from __future__ import annotations
