@@ -14,6 +14,7 @@ import os
 import shutil
 
 from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE, TOOLCHAIN_HOMES, ProcessSandbox, SandboxError
+from terminus.sandbox.binds import parse_binds
 
 WORKSPACE = "/workspace"
 HOME = "/home/sandbox"
@@ -54,20 +55,9 @@ def _system_binds() -> list[str]:
 
 
 def bind_args(binds: list[str]) -> list[str]:
-    """`--ro-bind` arguments for host paths; SandboxError for one that does not exist or is not absolute (bwrap
-    would refuse to start, naming no path of ours)."""
-    args: list[str] = []
-    for bind in binds:
-        host, _, rest = bind.partition(":")
-        inside, _, mode = rest.partition(":")
-        if mode not in ("", "ro"):
-            raise SandboxError(f"bind {bind}: bwrap binds are read-only (mode {mode!r} is not supported)")
-        if not host.startswith("/") or not (inside or host).startswith("/"):
-            raise SandboxError(f"bind {bind}: give an absolute path")
-        if not os.path.exists(host):
-            raise SandboxError(f"bind {bind}: {host} does not exist on this machine")
-        args += ["--ro-bind", host, inside or host]
-    return args
+    """`--ro-bind` arguments for host paths (`binds.parse_binds`: read-only, absolute, existing, not a socket); the
+    first bad one raises SandboxError naming it (bwrap would refuse to start, naming no path of ours)."""
+    return [arg for bind in parse_binds(binds) for arg in ("--ro-bind", bind.host, bind.inside)]
 
 
 def _bin_prefix(entry: str) -> str | None:
