@@ -15,6 +15,7 @@ import base64
 import hashlib
 import os
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -236,3 +237,24 @@ def test_a_repository_another_user_owns_is_copied_by_its_listing_never_whole(tmp
     assert done.returncode == 0, done.stderr
     assert "app.py" in done.stdout
     assert "hunter2" not in done.stdout
+
+
+@as_root
+@needs_bwrap
+def test_bwrap_under_root_cannot_connect_to_a_root_only_unix_socket_in_view(tmp_path):
+    """A socket in a visible host folder (/var/tmp) that only root may use (mode 600): refused; /run and /tmp, where
+    most sockets live, are the sandbox's own (the README says so)."""
+    path = Path("/var/tmp") / f"terminus-test-{os.getpid()}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    path.chmod(0o600)
+    server.listen(1)
+    probe = f"python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); print('CONNECTED')\""
+    try:
+        done = terminus_run(tmp_path, "bwrap", f"{probe}; ls /run /tmp", tmp_path / "t")
+    finally:
+        server.close()
+        path.unlink()
+    assert done.returncode == 0, done.stderr
+    assert "CONNECTED" not in done.stdout
+    assert "Permission denied" in done.stdout

@@ -138,8 +138,24 @@ def remove_tree(path: Path) -> bool:
         return False
 
 
+def _open_folder(name: str, parent: int) -> int:
+    """Open the folder `name` below `parent` without following a link; one the sandbox made unreadable (its own, mode
+    0o000) is first made 0o700 through an `O_PATH` descriptor, so that a harness that is not root can empty it."""
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
+    except PermissionError:
+        pfd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{pfd}", 0o700)
+        finally:
+            os.close(pfd)
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
+
+
 def _scan(fd: int) -> list[str]:
     """Unlink every entry of the folder `fd` that is not a folder; the names of its folders."""
+    with contextlib.suppress(OSError):  # a folder the sandbox made read-only: its owner may still empty it
+        os.fchmod(fd, 0o700)
     folders = []
     with os.scandir(fd) as entries:
         for entry in entries:
@@ -171,7 +187,7 @@ def _empty_folder(path: Path, info: os.stat_result) -> None:
             if pending:
                 child = pending.pop()
                 try:
-                    cfd = os.open(child, DIR_FLAGS, dir_fd=fd)
+                    cfd = _open_folder(child, fd)
                 except OSError as err:
                     if err.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
                         raise
