@@ -40,6 +40,7 @@ from terminus.models.local import warm_imports
 from terminus.models.openai_compat import api_key_from_env, endpoint_limits
 from terminus.runspec import RunSpec, SandboxSpec
 from terminus.sandbox import make_sandbox
+from terminus.sandbox.fdtree import remove_tree
 from terminus.tasks.record import Task, load_tasks
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,6 @@ def verify(task: Task, tree: Path, sandbox: SandboxSpec) -> bool:
 
 
 def repair_episode(task: Task, cell: CellRun, *, tasks_file: Path, tokenizer: str) -> dict:
-    import shutil
 
     start = time.perf_counter()
     key = cell.key(task.id)
@@ -68,7 +68,7 @@ def repair_episode(task: Task, cell: CellRun, *, tasks_file: Path, tokenizer: st
         subagent_turns=cell.sub["tool_call_limit"],
     )
     resolved = verify(task, tree, cell.sandbox) if result.error is None else False
-    shutil.rmtree(tree.parent, ignore_errors=True)
+    remove_tree(tree.parent)  # a copy of what the sandbox wrote: iterative, never raises (a deep tree is legal)
     fields = main_agent_fields(cell, task.id, task.language, task.source, result)
     wall_s = round(time.perf_counter() - start, 3)
     return MainAgentRecord(**fields, resolved=float(resolved), wall_s=wall_s, **cell.stamp).to_dict()
