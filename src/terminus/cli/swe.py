@@ -210,12 +210,20 @@ def tasks_command(
     splits: Path = typer.Option(None, help="{repo: split} from `terminus swe select` (default: 0.9/0.05/0.05)."),
     seed: int = typer.Option(0, help="Seed of the queries and splits."),
     bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP + " Recorded in each task's meta.binds."),
+    sandbox: str = typer.Option(
+        None,
+        help=f"Backend of a local repository's test setup ({', '.join(BACKENDS)}; default: bwrap where installed, "
+        "else local).",
+    ),
+    docker_url: str = typer.Option(None, help="Docker engine URL (with --sandbox docker)."),
 ) -> None:
-    """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances."""
+    """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances. A local
+    repository's test setup (the test patch, or SWE-Bench Pro's `before_repo_set_cmd`) runs in a sandbox."""
     from terminus.swe.corpus import label_distribution, tasks_for
     from terminus.tasks.record import write_tasks
     from terminus.tasks.splits import assign_splits, format_stats
 
+    options = _options(sandbox, docker_url) if sandbox else {}
     check_output(out, "--out")
     check_output(out.with_suffix(".stats.json"), "--out")
     chosen = _repair_instances(instances) if instances else _instances(dataset, benchmark, split, None)
@@ -230,7 +238,7 @@ def tasks_command(
     tasks = []
     for inst in chosen:
         inst.binds = list(dict.fromkeys([*inst.binds, *(bind or [])]))
-        tasks += tasks_for(inst, out, observed.get(inst.instance_id), seed)
+        tasks += tasks_for(inst, out, observed.get(inst.instance_id), seed, sandbox, options)
     if not tasks:
         raise TerminusError("no instances, so no tasks")
     by_repo = assign_splits([t.repo for t in tasks], {"train": 0.9, "val": 0.05, "test": 0.05}, seed)

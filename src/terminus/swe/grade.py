@@ -490,6 +490,11 @@ def patch_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> str:
     """What was edited inside a sandbox (e.g. by the main agent in the instance's image), as a patch. git runs in
     the sandbox without hooks or fsmonitor; the host reads the diff file without following a link (a filter
     driver the agent planted could swap it for one while git runs)."""
+    return diff_from_sandbox(box, inst, workdir).decode("utf-8", errors="replace")
+
+
+def diff_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> bytes:
+    """`patch_from_sandbox`'s diff as git wrote it, byte for byte (a file that is not UTF-8 text stays as it is)."""
     name = "terminus-agent.diff"
     hostfs.unlink(host_tmp(box), name)
     diff = "diff --cached --binary --no-color --no-ext-diff --no-textconv"
@@ -500,7 +505,7 @@ def patch_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> str:
     if done.exit_code != 0:
         raise GradeError(f"{inst.instance_id}: cannot read the edits: {done.output.strip()[-300:]}")
     try:
-        return read_sandbox_file(box, name).decode("utf-8", errors="replace")
+        return read_sandbox_file(box, name)
     except FileNotFoundError:
         raise GradeError(f"{inst.instance_id}: cannot read the edits: the sandbox removed their diff") from None
     except hostfs.UnsafePathError as err:
