@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from terminus.swe.parsers import ParserError, normalise_test_id, parse_log, parser_for
+from terminus.swe.parsers import PARSERS, ParserError, ParseTimeout, normalise_test_id, parse_log, parser_for
 
 from .repos import DATA
 
@@ -151,3 +153,60 @@ def test_unknown_parser_and_timing_suffixes():
         parser_for("nunit")
     assert normalise_test_id("adds numbers [1.3 ms]") == "adds numbers"
     assert normalise_test_id("adds numbers (5ms)") == "adds numbers"
+    assert normalise_test_id("adds numbers in 0.5 sec") == "adds numbers"
+    assert normalise_test_id("main 5 sec") == "main 5 sec"  # `in` must follow a space
+
+
+# Lines a model patch can make its tests print, each about 1 MB: every shape that made a parser (or the id
+# normaliser) backtrack, so that one grade took minutes.
+SPACES = " " * 500_000
+HOSTILE = {
+    "colons": "::" * 60_000,
+    "colons-1mb": "::" * 500_000,
+    "pytest-id": "PASSED " + "::" * 500_000,
+    "pytest-last": "a::b " + SPACES + "x" + SPACES + "y",
+    "mark": "✓ a" + SPACES + "b" + SPACES + "c",
+    "mark-timing": "✓ a" + " (" * 500_000,
+    "tap": "ok 1 - a" + SPACES + "b" + SPACES + "c",
+    "tap-hashes": "not ok 2 - " + "# " * 500_000,
+    "subtest": "# Subtest: a" + SPACES + "b" + SPACES + "c",
+    "mocha": "  1) a" + SPACES + "b" + SPACES + "c",
+    "trx": "<TestRun " * 120_000,
+    "django": "a ... " * 170_000,
+    "suffix": " [" * 500_000 + "1 ms]",
+    "in-sec": " in" * 330_000,
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_every_parser_is_linear_on_a_1mb_line(name):
+    """Each hostile line, alone and between real result lines, parses in well under a second a megabyte (the old
+    patterns took minutes on `"::" * 60000`); the ids found are normalised in linear time too."""
+    for shape, line in HOSTILE.items():
+        log = f"PASSED t.py::test_a\n✓ lowercases words\nok 1 - joins words\n{line}\n{line}\n"
+        started = time.monotonic()
+        statuses = parse_log(name, log)
+        for test in statuses:
+            normalise_test_id(test)
+        normalise_test_id(line)
+        took = time.monotonic() - started
+        assert took < 5, f"{name} took {took:.1f} s on {shape}"
+    assert parse_log("pytest", "PASSED t.py::test_a\n" + HOSTILE["colons"]) == {"t.py::test_a": "PASSED"}
+
+
+def test_a_parse_past_its_budget_stops():
+    log = "PASSED t.py::test_a\n" * 200_000
+    assert len(parse_log("pytest", log, budget_s=None)) == 1
+    with pytest.raises(ParseTimeout, match="pytest log parser passed its time budget of 0 s"):
+        parse_log("pytest", log, budget_s=0)
+
+
+def test_pro_json_of_the_wrong_shape_is_a_parser_error():
+    with pytest.raises(ParserError, match="nested too deeply"):
+        parse_log("pro-json", '{"tests": ' + "[" * 100_000)
+    with pytest.raises(ParserError, match="not a list"):
+        parse_log("pro-json", '{"tests": 5}')
+    assert parse_log(
+        "pro-json", '{"tests": [1, {"name": ["x"], "status": "PASSED"}, {"name": "a", "status": "FAILED"}]}'
+    ) == {"a": "FAILED"}

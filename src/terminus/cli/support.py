@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import typer
 from typer.core import TyperGroup
@@ -126,3 +129,27 @@ def outcome_line(records: list[dict], out, what: str) -> str:
     if crashed:
         line += f"; {len(crashed)} crashed, rerun to retry them; first: {crashed[0].get('error')}"
     return line + ")"
+
+
+def check_output(path: Path | str, flag: str, kind: str = "file") -> None:
+    """One error line, before any work starts, when `path` cannot be written as the output that `flag` names: a
+    `kind` "file" that is an existing folder, a "folder" (of files the command writes) that is an existing file,
+    or a path whose nearest existing folder cannot be written (a file in the way, no permission, a read-only
+    file system: tried by creating and removing a file there). A command that found out when it wrote its output,
+    after grading or running, lost that work."""
+    path = Path(path)
+    if kind == "file" and path.is_dir():
+        raise TerminusError(f"{flag} {path} is a folder; give the path of a file")
+    if kind == "folder" and path.exists() and not path.is_dir():
+        raise TerminusError(f"{flag} {path} exists and is not a folder")
+    folder = path if kind == "folder" else path.parent
+    while not folder.exists() and not folder.is_symlink() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise TerminusError(f"{flag} {path}: {folder} is not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".terminus-write-check-")
+    except OSError as err:
+        raise TerminusError(f"{flag} {path}: cannot write in {folder} ({err.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)

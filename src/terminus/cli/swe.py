@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from terminus.cli.support import check_output
 from terminus.config import schema_default
 from terminus.errors import TerminusError
 from terminus.io import write_json_atomic, write_jsonl_atomic, write_text_atomic
@@ -118,6 +119,9 @@ def grade_command(
     from terminus.swe.record import file_names
 
     options = _options(sandbox, docker_url, bind)
+    check_output(out, "--out")  # before the grading, which a late error would lose
+    if logs:
+        check_output(logs, "--logs", "folder")
     patches = read_predictions(predictions)
     instances = _instances(dataset, benchmark, split, instance_ids)
     by_id = {i.instance_id: i for i in instances}
@@ -145,8 +149,10 @@ def grade_command(
     write_text_atomic(out, json.dumps(report, indent=1, sort_keys=True) + "\n")
     if logs:
         for r in results:
-            text = (f"error: {r.error}\n" if r.error else "") + r.log
-            write_text_atomic(logs / names[r.instance_id], text.encode("utf-8", "replace").decode())
+            # The log is normalised text already (capped at testlog.LOG_CAP_BYTES); an error may quote a patch's
+            # lone surrogates, which cannot be written as UTF-8.
+            error = f"error: {r.error}\n".encode("utf-8", "replace").decode() if r.error else ""
+            write_text_atomic(logs / names[r.instance_id], error + r.log)
         write_text_atomic(logs / "index.json", json.dumps(names, indent=1, sort_keys=True) + "\n")
     resolved = sum(r.resolved for r in results)
     errors = [r for r in results if r.error]
@@ -177,9 +183,11 @@ def validate_command(
     from terminus.swe.validate import validate_instances
 
     options = _options(sandbox, docker_url, bind)
+    report = report or out.with_suffix(".validation.json")
+    check_output(out, "--out")
+    check_output(report, "--report")
     instances = _instances(dataset, benchmark, split, instance_ids)
     kept, result = validate_instances(instances, sandbox, options=options, concurrency=concurrency)
-    report = report or out.with_suffix(".validation.json")
     write_jsonl_atomic(out, [i.to_dict() for i in kept])
     write_json_atomic(report, result)
     causes = result["dropped_by_cause"]
@@ -202,12 +210,22 @@ def tasks_command(
     splits: Path = typer.Option(None, help="{repo: split} from `terminus swe select` (default: 0.9/0.05/0.05)."),
     seed: int = typer.Option(0, help="Seed of the queries and splits."),
     bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP + " Recorded in each task's meta.binds."),
+    sandbox: str = typer.Option(
+        None,
+        help=f"Backend of a local repository's test setup ({', '.join(BACKENDS)}; default: bwrap where installed, "
+        "else local).",
+    ),
+    docker_url: str = typer.Option(None, help="Docker engine URL (with --sandbox docker)."),
 ) -> None:
-    """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances."""
+    """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances. A local
+    repository's test setup (the test patch, or SWE-Bench Pro's `before_repo_set_cmd`) runs in a sandbox."""
     from terminus.swe.corpus import label_distribution, tasks_for
     from terminus.tasks.record import write_tasks
     from terminus.tasks.splits import assign_splits, format_stats
 
+    options = _options(sandbox, docker_url) if sandbox else {}
+    check_output(out, "--out")
+    check_output(out.with_suffix(".stats.json"), "--out")
     chosen = _repair_instances(instances) if instances else _instances(dataset, benchmark, split, None)
     observed = (_json_object(report, "--report").get("observed") if report else None) or {}
     if not isinstance(observed, dict):
@@ -220,7 +238,7 @@ def tasks_command(
     tasks = []
     for inst in chosen:
         inst.binds = list(dict.fromkeys([*inst.binds, *(bind or [])]))
-        tasks += tasks_for(inst, out, observed.get(inst.instance_id), seed)
+        tasks += tasks_for(inst, out, observed.get(inst.instance_id), seed, sandbox, options)
     if not tasks:
         raise TerminusError("no instances, so no tasks")
     by_repo = assign_splits([t.repo for t in tasks], {"train": 0.9, "val": 0.05, "test": 0.05}, seed)
@@ -251,6 +269,7 @@ def select_command(
     from terminus.swe.corpus import select_rebench
     from terminus.swe.families import load_rows
 
+    check_output(out, "--out")
     cfg = load_benchmark_config(config)
     rows = load_rows(dataset or cfg["dataset"], cfg.get("split"))
     exclude = set(cfg.get("exclude_repos") or []) | benchmark_repos(cfg.get("exclude_benchmarks") or [])

@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 LISTING_LINES = 400  # what the read tool shows of a folder
 MAIN_OUTPUT_CHARS = 30_000  # what a coding agent's terminal keeps of one command's output (head and tail)
+# What the read tool fetches of a file: enough bytes for the characters it shows (up to 4 bytes a character), so
+# a 600 MB file costs the host no more than this.
+READ_BYTES = 4 * MAIN_OUTPUT_CHARS
 READ_TOOL = {
     "type": "function",
     "function": {
@@ -176,7 +179,7 @@ class Workbench:
     def read(self, relative: str) -> str:
         try:
             try:
-                return truncate(self.box.read_file(relative, errors="replace"))
+                return shown_file(*self.box.read_file_ends(relative, READ_BYTES))
             except IsADirectoryError:
                 return listing(self.box.list_files(relative))
         except OutsideWorkspaceError:
@@ -217,6 +220,19 @@ def listing(paths: list[str], limit: int = LISTING_LINES) -> str:
     shown = sorted(paths, key=lambda p: (p.count("/"), p))[:limit]  # shallow first: build files survive the cap
     more = f"\n[... {len(paths) - limit} more files]" if len(paths) > limit else ""
     return "\n".join(shown) + more
+
+
+def shown_file(data: bytes, size: int, limit: int = MAIN_OUTPUT_CHARS) -> str:
+    """What the read tool shows of a file of `size` bytes, given `data` from `read_file_ends(path, READ_BYTES)`:
+    the whole file, or its first and last `READ_BYTES // 2` bytes, of which the first and last `limit // 2`
+    characters are shown, as `truncate` shows a whole text."""
+    if size <= READ_BYTES:
+        return truncate(data.decode("utf-8", errors="replace"), limit)
+    half = limit // 2
+    head = data[: READ_BYTES // 2].decode("utf-8", errors="replace")[:half]
+    tail = data[READ_BYTES // 2 :].decode("utf-8", errors="replace")[-half:]
+    left_out = size - len(head.encode()) - len(tail.encode())
+    return f"{head}\n[... about {left_out} bytes of a {size}-byte file truncated ...]\n{tail}"
 
 
 def truncate(text: str, limit: int = MAIN_OUTPUT_CHARS) -> str:

@@ -34,6 +34,9 @@ class AtWorkdir:
     def write_file(self, path: str, text: str) -> None:
         self.box.write_file(path, text, root=self.inside_workspace)
 
+    def read_file_ends(self, path: str, keep: int) -> tuple[bytes, int]:
+        return self.box.read_file_ends(path, keep, root=self.inside_workspace)
+
     def list_files(self, path: str = ".") -> list[str]:
         return self.box.list_files(path, root=self.inside_workspace)
 

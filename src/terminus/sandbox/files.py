@@ -57,6 +57,18 @@ fi
 command -p cat -- "$__t_src" > "$__t_path" || exit 1
 exit 0
 """,
+    # The file's size on a first line, then the file when it is at most $__t_keep bytes, else its first and last
+    # $__t_half bytes: a tool that shows a few KB of a 600 MB file copies and reads no more than that.
+    "ends": _RESOLVE
+    + r"""[ -d "$__t_path" ] && exit 5
+[ -e "$__t_path" ] || exit 4
+__t_size=$(command -p wc -c < "$__t_path") || exit 1
+{
+  command -p printf '%s\n' $__t_size
+  if [ $__t_size -le "$__t_keep" ]; then command -p cat -- "$__t_path"
+  else command -p head -c "$__t_half" -- "$__t_path" && command -p tail -c "$__t_half" -- "$__t_path"; fi
+} > "$__t_dst"
+""",
     # Every entry below the folder that is not a folder itself (symbolic links are listed, not followed);
     # unreadable subfolders are skipped (find's exit code 1), as a walk on the host would skip them.
     "list": _RESOLVE
@@ -102,7 +114,26 @@ class FileAccess:
     def list_files(self, path: str = ".", *, root: str | None = None) -> list[str]:
         return parse_listing(self._file_op("list", path, root))
 
-    def _file_op(self, op: str, path: str, root: str | None, upload: bytes | None = None) -> bytes:
+    def read_file_ends(self, path: str, keep: int, *, root: str | None = None) -> tuple[bytes, int]:
+        """(bytes, the file's size): the whole file when it is at most `keep` bytes, else its first and last
+        `keep // 2` bytes, joined. Nothing else of the file is copied or read."""
+        half = keep // 2
+        data = self._file_op("ends", path, root, names={"keep": str(keep), "half": str(half)}, limit=keep + 32)
+        size, _, content = data.partition(b"\n")
+        try:
+            return content, int(size)
+        except ValueError:
+            raise OSError(f"cannot read {path} in the sandbox: no size came back") from None
+
+    def _file_op(
+        self,
+        op: str,
+        path: str,
+        root: str | None,
+        upload: bytes | None = None,
+        names: dict[str, str] | None = None,
+        limit: int | None = None,
+    ) -> bytes:
         root = root or self.inside_workspace
         target = confine(root, path)
         if target is None:
@@ -114,6 +145,7 @@ class FileAccess:
             "path": target,
             "src": f"{self.inside_control}/{src}",
             "dst": f"{self.inside_state}/{dst}",
+            **(names or {}),
         }
         try:
             if upload is not None:
@@ -121,7 +153,7 @@ class FileAccess:
             setup = " ".join(f"__t_{key}={shlex.quote(value)}" for key, value in names.items())
             done = self.run(setup + "\n" + SCRIPTS[op], FILE_TIMEOUT_S)
             if done.exit_code == 0:
-                return b"" if op == "write" else hostfs.read_bytes(self.ws.state, dst)
+                return b"" if op == "write" else hostfs.read_bytes(self.ws.state, dst, limit)
             raise self._file_error(op, path, done)
         finally:
             hostfs.unlink(self.ws.control, src)

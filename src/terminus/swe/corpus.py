@@ -21,9 +21,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from terminus.io import write_text_atomic
-from terminus.swe.grade import GradeError, base_git, checkout, setup_tests_commands
+from terminus.swe.grade import GradeError, checkout, diff_from_sandbox, instance_sandbox, setup_tests_commands
 from terminus.swe.parsers import PASSING
-from terminus.swe.patchcheck import files_after
+from terminus.swe.patchcheck import files_after, patch_problem
 from terminus.swe.record import RepairInstance, file_stem
 from terminus.tasks.queries import OPENINGS, RESTRICTIONS, TEMPLATES
 from terminus.tasks.record import Task
@@ -118,28 +118,54 @@ def _query(task_type: str, inst: RepairInstance, rng: random.Random) -> str:
     return (rng.choice(OPENINGS) + text + restriction).strip()
 
 
-def snapshot(inst: RepairInstance, dest: Path) -> Path:
+def tests_in_place(inst: RepairInstance, backend: str | None = None, options: dict | None = None) -> bytes:
+    """The diff, against the base commit, that the instance's test setup makes (SWE-Bench Pro's
+    `before_repo_set_cmd`, or the test patch), made in a sandbox over a clone with the whole history (Pro's setup
+    checks the test files out of the fix commit). The setup commands are the dataset's: like every command of a
+    row, they run in a sandbox, never on the host."""
+    with instance_sandbox(inst, backend, options) as (box, workdir):
+        for command in setup_tests_commands(inst, workdir):
+            done = box.run(command, 600)
+            if done.exit_code != 0:
+                output = done.output.strip()[-300:]
+                raise GradeError(f"{inst.instance_id}: putting the tests in place failed: {output}")
+        return diff_from_sandbox(box, inst, workdir)
+
+
+def snapshot(inst: RepairInstance, dest: Path, backend: str | None = None, options: dict | None = None) -> Path:
     """A local-repository instance at base + test patch, as the folder its tasks' episodes start from. Its .git
     holds the base commit alone (`base_git`): no later commit, so no fix to read, and the size of one tree; the
-    test patch is in the working tree, uncommitted."""
+    test patch is in the working tree, uncommitted. The setup runs in a sandbox of `backend` (None: the default
+    one); the host applies the diff it made, fed to git apply on stdin (no file in a shared temp folder)."""
+    diff = tests_in_place(inst, backend, options) if inst.test_setup or inst.test_patch.strip() else b""
+    problem = patch_problem(diff.decode("utf-8", errors="replace"))
+    if problem:
+        raise GradeError(f"{inst.instance_id}: putting the tests in place made a diff that is refused: {problem}")
     shutil.rmtree(dest, ignore_errors=True)
-    checkout(inst.repo_path or "", inst.base_commit, dest)  # the whole history: Pro's test setup reads the fix
-    if inst.test_setup or inst.test_patch.strip():
-        for command in setup_tests_commands(inst, f'"{dest}"'):
-            done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=600)
-            if done.returncode != 0:
-                output = (done.stderr or done.stdout).strip()[-300:]
-                raise GradeError(f"{inst.instance_id}: putting the tests in place failed: {output}")
-    base_git(inst.repo_path or "", inst.base_commit, dest)
+    checkout(inst.repo_path or "", inst.base_commit, dest, hide_future=True)
+    if diff.strip():
+        command = ["git", "-c", "core.hooksPath=/dev/null", "apply", "--whitespace=nowarn", "-"]
+        done = subprocess.run(command, cwd=dest, input=diff, capture_output=True, timeout=600)
+        if done.returncode != 0:
+            output = done.stderr.decode(errors="replace").strip()[-300:]
+            raise GradeError(f"{inst.instance_id}: the tests' diff does not apply to the snapshot: {output}")
     return dest
 
 
-def tasks_for(inst: RepairInstance, tasks_file: Path, observed: dict | None = None, seed: int = 0) -> list[Task]:
-    """The corpus tasks of one instance; local repositories get a snapshot under repos/ next to the task file."""
+def tasks_for(
+    inst: RepairInstance,
+    tasks_file: Path,
+    observed: dict | None = None,
+    seed: int = 0,
+    backend: str | None = None,
+    options: dict | None = None,
+) -> list[Task]:
+    """The corpus tasks of one instance; local repositories get a snapshot under repos/ next to the task file,
+    their test setup run in a sandbox of `backend` (None: the default one)."""
     base = f"swe-{slug(inst.instance_id)}"
     workspace, image, setup = None, inst.image, []
     if inst.repo_path:
-        snapshot(inst, Path(tasks_file).parent / "repos" / base)
+        snapshot(inst, Path(tasks_file).parent / "repos" / base, backend, options)
         workspace = f"repos/{base}"
     else:
         setup = [*inst.pre_test, *setup_tests_commands(inst, inst.workdir or "/"), f"cd {inst.workdir or '/'}"]
@@ -248,7 +274,11 @@ def build_swe_corpus(
             progress=out.with_suffix(".validation.progress.jsonl"),
         )
     write_text_atomic(out.with_suffix(".validation.json"), json.dumps(report, indent=1, default=str) + "\n")
-    tasks = [t for inst in instances for t in tasks_for(inst, out, report["observed"].get(inst.instance_id), seed)]
+    tasks = [
+        t
+        for inst in instances
+        for t in tasks_for(inst, out, report["observed"].get(inst.instance_id), seed, backend, options)
+    ]
     write_tasks(out, sorted(tasks, key=lambda t: t.id))
     validation = {k: report[k] for k in ("instances", "kept", "dropped")}
     stats = label_distribution(tasks) | {"selected": len(chosen), "validation": validation}

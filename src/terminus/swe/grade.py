@@ -27,9 +27,9 @@ from pathlib import Path
 from terminus.errors import TerminusError
 from terminus.sandbox import Limits, Sandbox, SandboxError, SandboxSpec, hostfs, make_sandbox
 from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
-from terminus.sandbox.output import normalise
 from terminus.sandbox.tmproot import run_root
-from terminus.swe.parsers import PASSING, normalise_test_id, parse_log
+from terminus.swe import testlog
+from terminus.swe.parsers import PARSE_BUDGET_S, PASSING, ParserError, normalise_test_id, parse_log
 from terminus.swe.patchcheck import file_changes, files_after, patch_problem
 from terminus.swe.record import GradeResult, RepairInstance
 
@@ -41,7 +41,8 @@ RC_VAR = "__terminus_test_status"
 NO_RESULT = "no test result in the log"
 # Statuses of a command that never started: not found, not executable.
 NOT_STARTED = {126: "not executable", 127: "command not found"}
-# Real test logs run to megabytes; they go to a file and are read in full, so the terminal's cap does not apply.
+# Real test logs run to megabytes; they go to a file, read from the host up to LOG_CAP_BYTES (testlog), so the
+# terminal's much smaller cap does not apply.
 # Inside a user namespace the copied repository belongs to another uid; git refuses such "dubious ownership"
 # unless told the directory is safe. A workspace that a patch or a model touched may hold hooks or an fsmonitor
 # command in its .git/: every git in the sandbox (the dataset's own setup commands too) runs with neither, since
@@ -253,13 +254,16 @@ class TestRun:
     log: str
     exit_code: int | None
     timed_out: bool
+    parse_error: str | None = None  # the parser refused the log or passed its time budget: no statuses
 
 
-def run_tests(box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float) -> TestRun:
+def run_tests(
+    box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float, parse_budget_s: float | None = PARSE_BUDGET_S
+) -> TestRun:
     hostfs.unlink(host_tmp(box), LOG_NAME)
     result = box.run(tests_command(inst, workdir), timeout_s)
     try:
-        text = normalise(read_sandbox_file(box, LOG_NAME))
+        text = testlog.read_log(host_tmp(box), LOG_NAME)
     except FileNotFoundError:
         text = result.output
     except hostfs.UnsafePathError as err:  # the tests replaced their log: what it points to is never read
@@ -267,16 +271,22 @@ def run_tests(box: Sandbox, inst: RepairInstance, workdir: str, timeout_s: float
         text = f"{result.output}\n[terminus: the test log was refused: {err}]"
     if result.timed_out:
         text += f"\n[terminus: the test command timed out after {timeout_s:.0f} s]"
-    region = text.split(START, 1)[1] if START in text else text
-    region = region.rsplit(END, 1)[0] if END in region else region
-    statuses = {normalise_test_id(k): v for k, v in parse_log(inst.log_parser, region).items()}
+    begin = text.find(START)
+    begin = 0 if begin < 0 else begin + len(START)
+    end = text.rfind(END, begin)
+    region = text[begin : len(text) if end < 0 else end]
+    try:
+        parsed = parse_log(inst.log_parser, region, parse_budget_s)
+        statuses = {normalise_test_id(k): v for k, v in parsed.items()}
+    except ParserError as err:  # a log no parse can read, or one that took past the budget: the grade says so
+        log.warning("%s: %s", inst.instance_id, err)
+        return TestRun({}, text, result.exit_code, result.timed_out, str(err))
     return TestRun(statuses, text, result.exit_code, result.timed_out)
 
 
 def last_lines(text: str, count: int = 12, width: int = 1500) -> str:
     """The log's last non-empty lines (the harness's own markers left out), for an error record."""
-    lines = [line for line in text.splitlines() if line.strip() and line.strip() not in (START, END)]
-    return "\n".join(lines[-count:])[-width:]
+    return testlog.last_lines(text, count, width, (START, END))
 
 
 # A path a shell or an exec names: "bash: /home/u/venv/bin/python: No such file or directory".
@@ -300,7 +310,9 @@ def no_result_error(box: Sandbox, run: TestRun) -> str:
     """Why a test run gave no result: a command that never started is the environment's fault; the log's last
     lines say the rest."""
     code = run.exit_code
-    if run.timed_out:
+    if run.parse_error:
+        what = f"{NO_RESULT}: {run.parse_error}"
+    elif run.timed_out:
         what = f"{NO_RESULT}: the test command timed out"
     elif code in NOT_STARTED:
         what = f"environment: the test command did not start (exit status {code}: {NOT_STARTED[code]}); {NO_RESULT}"
@@ -317,6 +329,8 @@ def no_result_error(box: Sandbox, run: TestRun) -> str:
 
 # Files a traceback names: pytest's `path.py:12: in f` / `path.py:12: Error`, Python's `File "path.py", line 12`.
 _TRACE_FILE = re.compile(r'(?m)^(\S+\.py):\d+:(?: |$)|File "([^"]+\.py)", line \d+')
+# Distinct paths outside the workspace looked up in it (each costs a few system calls on the host).
+_MAX_TRACE_FILES = 1000
 
 
 def outside_workspace(box: Sandbox, inst: RepairInstance, text: str) -> list[str]:
@@ -329,11 +343,15 @@ def outside_workspace(box: Sandbox, inst: RepairInstance, text: str) -> list[str
     inside = {box.inside_workspace.rstrip("/"), os.path.realpath(box.inside_workspace).rstrip("/")}
     found: list[str] = []
     fixed = set(files_after(inst.gold_patch))
+    seen: set[str] = set()
     for match in _TRACE_FILE.finditer(text):
         named = match.group(1) or match.group(2)
         full = posixpath.normpath(posixpath.join(box.inside_workspace, named))
-        if any(full == w or full.startswith(w + "/") for w in inside):
+        if full in seen or any(full == w or full.startswith(w + "/") for w in inside):
             continue
+        seen.add(full)
+        if len(seen) > _MAX_TRACE_FILES:  # a log of a million distinct paths: enough looked at
+            break
         parts = full.strip("/").split("/")
         for k in range(len(parts) - 1, 0, -1):  # the longest tail of the path that is a file of the repository
             tail = "/".join(parts[-k:])
@@ -369,7 +387,12 @@ def _not_run(inst: RepairInstance, error: str, applied: bool, log_text: str = ""
 
 
 def grade_in_sandbox(
-    box: Sandbox, inst: RepairInstance, workdir: str, patch: str | None, timeout_s: float = 1800.0
+    box: Sandbox,
+    inst: RepairInstance,
+    workdir: str,
+    patch: str | None,
+    timeout_s: float = 1800.0,
+    parse_budget_s: float | None = PARSE_BUDGET_S,
 ) -> GradeResult:
     """Apply `patch`, put the tests in place, run and judge them, in a sandbox at the base commit."""
     problem = patch_problem(patch)
@@ -383,7 +406,7 @@ def grade_in_sandbox(
         done = box.run(command, 600)
         if done.exit_code != 0:
             return _not_run(inst, f"test setup failed: {done.output.strip()[-300:]}", True, done.output)
-    run = run_tests(box, inst, workdir, timeout_s)
+    run = run_tests(box, inst, workdir, timeout_s, parse_budget_s)
     result = judge(inst, run.statuses)
     result.log = run.log
     if not run.statuses:
@@ -407,6 +430,7 @@ def grade_patch(
     options: dict | None = None,
     timeout_s: float = 1800.0,
     limits: Limits | None = None,
+    parse_budget_s: float | None = PARSE_BUDGET_S,
 ) -> GradeResult:
     """Grade one prediction (a unified diff against `base_commit`; None or "" is the empty patch). A patch that is
     not text, or names a path outside the work tree or in .git/, is the prediction's error, found before any
@@ -416,7 +440,7 @@ def grade_patch(
         return _not_run(inst, problem, False)
     try:
         with instance_sandbox(inst, backend, options, limits) as (box, workdir):
-            return grade_in_sandbox(box, inst, workdir, patch, timeout_s)
+            return grade_in_sandbox(box, inst, workdir, patch, timeout_s, parse_budget_s)
     except (SandboxError, GradeError) as err:
         return _not_run(inst, f"environment: {err}", False)
     except Exception as err:  # e.g. the Docker engine refuses the image: a broken environment, not a wrong patch
@@ -466,6 +490,11 @@ def patch_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> str:
     """What was edited inside a sandbox (e.g. by the main agent in the instance's image), as a patch. git runs in
     the sandbox without hooks or fsmonitor; the host reads the diff file without following a link (a filter
     driver the agent planted could swap it for one while git runs)."""
+    return diff_from_sandbox(box, inst, workdir).decode("utf-8", errors="replace")
+
+
+def diff_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> bytes:
+    """`patch_from_sandbox`'s diff as git wrote it, byte for byte (a file that is not UTF-8 text stays as it is)."""
     name = "terminus-agent.diff"
     hostfs.unlink(host_tmp(box), name)
     diff = "diff --cached --binary --no-color --no-ext-diff --no-textconv"
@@ -476,7 +505,7 @@ def patch_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> str:
     if done.exit_code != 0:
         raise GradeError(f"{inst.instance_id}: cannot read the edits: {done.output.strip()[-300:]}")
     try:
-        return read_sandbox_file(box, name).decode("utf-8", errors="replace")
+        return read_sandbox_file(box, name)
     except FileNotFoundError:
         raise GradeError(f"{inst.instance_id}: cannot read the edits: the sandbox removed their diff") from None
     except hostfs.UnsafePathError as err:

@@ -65,6 +65,14 @@ class RegistryUnavailable(RuntimeError):
     """The registry cannot be reached (or the package does not exist there): skip the source, say why."""
 
 
+class JunitError(ValueError):
+    """The suite's junit report cannot be read (not XML, too large): the package gives no tasks, and says why."""
+
+
+# A junit report of a suite of thousands of tests is a few MB; one larger than this is not read.
+JUNIT_MAX_BYTES = 64 * 1024 * 1024
+
+
 @dataclass
 class Outcome:
     passed: int
@@ -138,13 +146,22 @@ def run_tests(root: Path, timeout_s: float, sandbox: SandboxSpec) -> Outcome:
         # The suite wrote the report in the workspace: read it without following a link it may have planted.
         if not hostfs.is_file(Path(box.workspace), JUNIT):
             return Outcome(0, 0, 0, [], {}, crashed=True)
-        return parse_junit(hostfs.read_text(Path(box.workspace), JUNIT))
+        data = hostfs.read_bytes(Path(box.workspace), JUNIT, limit=JUNIT_MAX_BYTES + 1)
+        if len(data) > JUNIT_MAX_BYTES:
+            raise JunitError(f"the suite's junit report {JUNIT} is over {JUNIT_MAX_BYTES} bytes")
+        return parse_junit(data)
 
 
-def parse_junit(text: str) -> Outcome:
+def parse_junit(text: str | bytes) -> Outcome:
+    """The counts of a junit report (bytes: its XML declaration names the encoding); JunitError when it is not
+    well-formed XML, which the suite's own code can make it."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as err:
+        raise JunitError(f"the suite's junit report {JUNIT} is not well-formed XML ({err})") from None
     passed = failed = skipped = 0
     failing, failures = [], {}
-    for case in ET.fromstring(text).iter("testcase"):
+    for case in root.iter("testcase"):
         tid = test_id(case)
         problem = case.find("failure")
         if problem is None:
@@ -256,7 +273,7 @@ def error_type(failures: dict[str, str]) -> str:
 class PackageReport:
     name: str
     version: str
-    status: str  # ok | unavailable | no-baseline | no-sites
+    status: str  # ok | unavailable | no-baseline | no-sites | bad-junit
     reason: str = ""
     baseline_quarantined: int = 0
     mutants: list[Mutant] = field(default_factory=list)
@@ -276,8 +293,28 @@ def mutants_for(
     max_tries: int = 12,
     timeout_s: float = 180.0,
 ) -> PackageReport:
-    """Up to `count` mutants of one package with junit ground truth; `workdir/base` holds the clean tree."""
+    """Up to `count` mutants of one package with junit ground truth; `workdir/base` holds the clean tree. A junit
+    report that cannot be read fails the package (status `bad-junit`, the reason said), never the build."""
     report = PackageReport(name, version, "ok", workdir=workdir)
+    try:
+        return _mutants(report, name, version, cache, workdir, count, seed, sandbox, max_tries, timeout_s)
+    except JunitError as err:
+        report.status, report.reason, report.mutants = "bad-junit", str(err), []
+        return report
+
+
+def _mutants(
+    report: PackageReport,
+    name: str,
+    version: str,
+    cache: Path,
+    workdir: Path,
+    count: int,
+    seed: int,
+    sandbox: SandboxSpec,
+    max_tries: int,
+    timeout_s: float,
+) -> PackageReport:
     try:
         sdist = download(name, version, cache)
     except RegistryUnavailable as err:
