@@ -100,6 +100,11 @@ class Sandbox(Protocol):
         absolute path, a symbolic link), FileNotFoundError, IsADirectoryError, OSError (with the reason)."""
         ...
 
+    def read_file_ends(self, path: str, keep: int) -> tuple[bytes, int]:
+        """(bytes, the file's size): the whole file when it is at most `keep` bytes, else its first and last
+        `keep // 2` bytes; the rest is never copied out. The same errors as `read_file`."""
+        ...
+
     def write_file(self, path: str, text: str) -> None:
         """Create or replace the file with `text`, byte for byte (its folder must exist); the same errors."""
         ...
