@@ -85,8 +85,9 @@ def variants(traj: dict) -> dict[str, dict]:
     out["empty_summary"] = _with_answer(traj, emptied)
     # The right commands; nothing checkable said, only prose.
     out["prose"] = _with_answer(traj, [{"command": e["command"], "summary": PROSE} for e in answer])
-    # The right commands; one true, trivial sentence per command.
-    out["trivial"] = _with_answer(traj, [{"command": e["command"], "summary": "It ran."} for e in answer])
+    # The right commands; one trivial sentence per command, the one GRPO's policy learnt (true where the build passed).
+    trivial = [{"command": e["command"], "summary": "The build succeeded."} for e in answer]
+    out["trivial"] = _with_answer(traj, trivial)
     # The correct answer, padded with invented claims.
     padded = copy.deepcopy(answer)
     padded[-1]["summary"] += " " + INVENTED

@@ -169,6 +169,7 @@ def test_a_command_is_named_by_what_it_runs():
     assert names("cargo test", filtered) and not names("cargo build --offline", filtered)
     assert names("pytest -q", 'python3 -m pytest -q 2>&1; rc=$?; echo "[toolchain: x]"; exit $rc')
     assert names("cd build && make", "make -j4") and not names("make", "ls -R")
+    assert names("pytest", "bash -lc 'python -m pytest -q'")
 
 
 @pytest.mark.parametrize(

@@ -107,7 +107,10 @@ def segments(command: str) -> list[tuple[str, ...]]:
             skip = False
             continue
         if token in _SEPARATORS:
-            if simple := _simple(words):
+            simple = _simple(words)
+            if simple[:1] in (("bash",), ("sh",)) and len(simple) == 3 and simple[1] in ("-c", "-lc"):
+                out += segments(simple[2])  # `bash -lc "pytest -q"` runs pytest
+            elif simple:
                 out.append(simple)
             words = []
         elif set(token) <= set("<>&|;") and ("<" in token or ">" in token):
