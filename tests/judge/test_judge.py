@@ -178,7 +178,9 @@ def episode(summary: str, tid: str = "t1") -> dict:
             {
                 "role": "assistant",
                 "content": "",
-                "tool_calls": [{"function": {"name": "run_in_terminal", "arguments": "{}"}}],
+                "tool_calls": [
+                    {"function": {"name": "run_in_terminal", "arguments": '{"command": "python3 -m pytest -q"}'}}
+                ],
             },
             {"role": "tool", "content": OUTPUT},
         ],

@@ -1,15 +1,27 @@
 """The deterministic fact checker: the claims a final answer makes, checked against the task's ground truth
 and against what the trajectory's commands actually printed. No judge can talk its way around it.
 
+- grounded: a claim whose text (a count, a test id, `path:line`, a package, a build's outcome) appears in the output
+  of the command its pair names (a pair naming no command rests on every command's output). Counts are seen only
+  where the output states them; a build's outcome only in the exit status or output of a build that ran;
+- fact recall: of the facts the task type requires, the share the answer states correctly *and* grounded: a fact
+  known from the corpus but never printed earns nothing, and with no command run nothing is grounded;
 - fact precision: of the claims that the ground truth can decide, the share that is right;
-- fact recall: of the facts the task type requires, the share the answer states correctly;
-- hallucinated: claims that appear in no observation (stated but never seen).
+- hallucinated: claims that are not grounded (stated but never seen);
+- unsupported: the share of the summaries' text that states nothing checkable and rests on nothing printed;
+- unusable: an answer with tool-call markup, a raw tool-call object or an empty `Summary:` (the main agent cannot
+  read it), or with no pair at all.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+
+from terminus.judge.form import unsupported_share, unusable
+from terminus.judge.runs import Run, is_build, is_runner, observations_of, runs_named, runs_of
+
+__all__ = ["Claim", "FactCheck", "check", "extract_claims", "observations_of", "required_facts", "unusable"]
 
 _SOURCE = r"[\w./@-]+\.(?:py|pyi|js|mjs|cjs|ts|c|cc|cpp|cxx|h|hpp|rs|go|java|kt|cs|rb)"
 _LOCATION = re.compile(rf"(?<![\w/.-])({_SOURCE}):(\d+)")
@@ -39,6 +51,7 @@ class Claim:
     kind: str  # passed | failed | warnings | build | package | location | test (listed failing) | mention
     value: object
     text: str
+    grounded: bool = False  # set by `check`: seen in the output of the command its pair names
 
 
 @dataclass
@@ -50,6 +63,8 @@ class FactCheck:
     wrong: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     hallucinated: list[str] = field(default_factory=list)
+    unsupported: float = 0.0
+    unusable: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -182,9 +197,10 @@ def required_facts(task_type: str, facts: dict) -> list[tuple[str, object]]:
     return required
 
 
-def _satisfied(kind: str, value: object, claims: list[Claim], facts: dict) -> bool:
+def _satisfied(kind: str, value: object, claims: list[Claim]) -> bool:
+    """Whether a grounded claim states the required fact."""
     for claim in claims:
-        if claim.kind != kind and not (kind == "test" and claim.kind == "mention"):
+        if not claim.grounded or (claim.kind != kind and not (kind == "test" and claim.kind == "mention")):
             continue
         if kind == "location":
             if any(_same_location(claim.value, loc) for loc in value):
@@ -201,59 +217,122 @@ def _satisfied(kind: str, value: object, claims: list[Claim], facts: dict) -> bo
     return False
 
 
-def grounded(claim: Claim, observations: str) -> bool:
-    """Whether what the claim states appears in the commands' output (numbers may be derived, see below)."""
-    if not observations:
+# -- what the output states -----------------------------------------------------------------------------------------
+_KEYWORD = {"passed": r"pass|ok\b|succe", "failed": r"fail|error", "warnings": r"warning"}
+_KEYWORD_AFTER = {"passed": r"pass|succe", "failed": r"fail", "warnings": r"warning"}  # "ok 5 -" numbers a test
+_UNIT = r"(?:(?:tests?|cases?|specs?|examples?|checks?|compiler|build)\s+)?"
+# One line per test or per warning, as go -v, cargo, TAP, pytest -v, ctest and compilers print them.
+_MARKERS = {
+    "passed": r"^(?:--- PASS|test .* \.\.\. ok$|\s*ok \d+ - |\S+ PASSED|\s*\d+/\d+ Test\s+#\d+: .*\bPassed\b)",
+    "failed": (
+        r"^(?:--- FAIL|test .* \.\.\. FAILED$|\s*not ok \d+ - |FAILED \S+|\s*\d+/\d+ Test\s+#\d+: .*\*\*\*Failed)"
+    ),
+    "warnings": r"^(?:warning: (?!.*generated \d+ warning)|\S+:\d+:\d+: warning:)",
+}
+_PER_SUITE = {"passed": r"(\d+) passed", "failed": r"(\d+) failed", "warnings": r"(\d+) warnings?"}
+_CTEST = re.compile(r"\b\d+% tests passed, (\d+) tests? failed out of (\d+)")
+_COMPILE_ERROR = re.compile(
+    r"\bSyntaxError\b|^error(?:\[E\d+\])?: (?!test failed|\d+ targets? failed)|: (?:fatal )?error\b|\berror TS\d+|"
+    r"\bcompilation (?:failed|terminated)|\bBUILD FAILED\b",
+    re.M,
+)
+
+
+def _count_seen(kind: str, number: int, run: Run) -> bool:
+    """Whether one command's output states the count: beside its word ("2 failed", "warnings: 4", "# fail 1"), as
+    one line per test or warning, as the sum of several suites' result lines, or in ctest's summary line. A count of
+    0 read from the absence of such lines needs a build or test run that completed (an `ls` prints no warnings)."""
+    text = run.output
+    beside = (
+        rf"(?<![\d.:]){number}\s+{_UNIT}(?:{_KEYWORD[kind]})|"
+        rf"(?<![\w-])(?:{_KEYWORD_AFTER[kind]})\w*(?::\s*|=\s*|\s+){number}(?![\d.:%])"
+    )
+    if re.search(beside, text, re.I):
+        return True
+    for failed, total in _CTEST.findall(text):
+        if kind in ("passed", "failed") and number == (int(total) - int(failed) if kind == "passed" else int(failed)):
+            return True
+    if number == 0 and not is_runner(run):
         return False
+    if len(re.findall(_MARKERS[kind], text, re.M)) == number:
+        return True
+    suites = re.findall(_PER_SUITE[kind], text)
+    return len(suites) > 1 and sum(int(v) for v in suites) == number
+
+
+def _build_seen(success: bool, run: Run) -> bool:
+    """A build's outcome, in the exit status or output of a build that ran; a failure also in a compile error that
+    any run printed (pytest's collection error names the SyntaxError)."""
+    broken = bool(_COMPILE_ERROR.search(run.output))
+    if success:
+        return is_build(run) and run.exit_code == 0 and not broken
+    return broken or (is_build(run) and run.exit_code not in (0, None))
+
+
+def grounded(claim: Claim, runs: tuple[Run, ...]) -> bool:
+    """Whether what the claim states appears in the output of one of `runs` (the runs its pair names)."""
     if claim.kind == "build":
-        return True  # an outcome of commands that ran; its truth is the ground truth's business
+        return any(_build_seen(bool(claim.value), run) for run in runs)
+    if claim.kind in ("passed", "failed", "warnings"):
+        return any(_count_seen(claim.kind, int(claim.value), run) for run in runs)
+    text = "\n".join(run.output for run in runs)
+    if not text:
+        return False
     if claim.kind == "location":
         path, line = claim.value.rsplit(":", 1)
         base = path.rsplit("/", 1)[-1]
-        return bool(re.search(rf"{re.escape(base)}(?::|\", line |\(|, line )\s*{line}\b", observations))
-    if claim.kind in ("test", "mention", "package"):
-        return _test_key(str(claim.value)).lower() in observations.lower()
-    number = int(claim.value)
-    keyword = {"passed": r"pass|ok\b|succe", "failed": r"fail|error", "warnings": r"warning"}[claim.kind]
-    # the number next to its word: "2 failed", "3 tests passed", "# fail 1", "warnings: 4"
-    beside = rf"(?<![\d.:]){number}\s+(?:\w+\s+)?(?:{keyword})|(?:{keyword})\w*[:=]?\s+{number}(?![\d.:])"
-    if re.search(beside, observations, re.I):
-        return True
-    # Counts a runner does not print as one number: one line per test (go -v, cargo) or a difference.
-    markers = {  # one line per test or per warning, as go -v, cargo, TAP, pytest -v and compilers print them
-        "passed": r"^(?:--- PASS|test .* \.\.\. ok$|\s*ok \d+ - |\S+ PASSED)",
-        "failed": r"^(?:--- FAIL|test .* \.\.\. FAILED$|\s*not ok \d+ - |FAILED \S+)",
-        "warnings": r"^(?:warning: (?!.*generated \d+ warning)|\S+:\d+:\d+: warning:)",
-    }
-    if len(re.findall(markers[claim.kind], observations, re.M)) == number:
-        return True
-    # Several suites each print their own result line (cargo): the total is their sum.
-    per_suite = {"passed": r"(\d+) passed", "failed": r"(\d+) failed", "warnings": r"(\d+) warnings?"}
-    if sum(int(v) for v in re.findall(per_suite[claim.kind], observations)) == number:
-        return True
-    for line in observations.splitlines():
-        values = [int(v) for v in re.findall(r"(?<![\d.])(\d+)(?![\d.])", line)]
-        if any(a - b == number for a in values for b in values):
-            return True
-    return False
+        return bool(re.search(rf"{re.escape(base)}(?::|\", line |\(|, line )\s*{line}\b", text))
+    return _test_key(str(claim.value)).lower() in text.lower()  # test, mention, package
+
+
+def _key(claim: Claim) -> tuple[str, str] | None:
+    """Claims stated in several pairs count once (test ids, locations, packages); counts and outcomes each time."""
+    if claim.kind in ("test", "mention"):
+        return ("test", _test_key(str(claim.value)))
+    if claim.kind == "location":
+        return ("location", str(claim.value))
+    if claim.kind == "package":
+        return ("package", _norm_pkg(str(claim.value)))
+    return None
 
 
 def check(final_answer: list[dict] | None, facts: dict, task_type: str, observations: str = "") -> FactCheck:
-    text = answer_text(final_answer)
-    claims = extract_claims(text)
+    """`observations`: what `observations_of` gives (the runs apart), or one text (then its command is not known)."""
+    runs = runs_of(observations)
+    claims: list[Claim] = []
+    by_key: dict[tuple[str, str], Claim] = {}
+    entries = []
+    for entry in final_answer or []:
+        named = runs_named(entry.get("command") or "", runs)
+        stated = extract_claims(entry.get("summary") or "")
+        for claim in stated:
+            claim.grounded = grounded(claim, named)
+            key = _key(claim)
+            if key is None:
+                claims.append(claim)
+            elif key not in by_key:
+                by_key[key] = claim
+                claims.append(claim)
+            elif claim.grounded and not by_key[key].grounded:  # seen where another pair names it: that one counts
+                claims[claims.index(by_key[key])] = by_key[key] = claim
+        entries.append((entry.get("summary") or "", stated, named))
     verdicts = [(c, judge_claim(c, facts)) for c in claims]
     decided = [(c, v) for c, v in verdicts if v is not None]
     correct = sum(1 for _, v in decided if v)
     wrong = [c.text for c, v in decided if not v]
     required = required_facts(task_type, facts)
-    missing = [f"{kind}={value}" for kind, value in required if not _satisfied(kind, value, claims, facts)]
-    recall = (len(required) - len(missing)) / len(required) if required else (1.0 if final_answer else 0.0)
+    missing = [f"{kind}={value}" for kind, value in required if not _satisfied(kind, value, claims)]
+    reason = unusable(final_answer)
+    answered = bool(final_answer) and reason is None
+    if not answered:
+        recall = 0.0
+    elif required:
+        recall = (len(required) - len(missing)) / len(required)
+    else:  # nothing to find: an answer on commands that ran is complete
+        recall = 1.0 if runs else 0.0
     # An answer that states nothing the ground truth can check earns no precision: otherwise an empty
     # <final_answer> would be a cheap reward (GRPO found that within two steps).
-    precision = correct / len(decided) if decided else (1.0 if final_answer and not required else 0.0)
-    hallucinated = [c.text for c in claims if c.kind != "build" and not grounded(c, observations)]
-    return FactCheck(precision, recall, len(claims), correct, wrong, missing, hallucinated)
-
-
-def observations_of(messages: list[dict]) -> str:
-    return "\n".join(m.get("content") or "" for m in messages if m.get("role") == "tool")
+    precision = correct / len(decided) if decided else (1.0 if answered and runs and not required else 0.0)
+    hallucinated = [c.text for c in claims if not c.grounded]
+    unsupported = round(unsupported_share(entries), 4)
+    return FactCheck(precision, recall, len(claims), correct, wrong, missing, hallucinated, unsupported, reason)

@@ -12,12 +12,14 @@ import yaml
 from terminus.agent.parsing import parse_final_answer
 from terminus.config import ROOT
 from terminus.errors import TerminusError
-from terminus.judge.facts import answer_text, check, observations_of
+from terminus.judge.facts import answer_text, check
 from terminus.judge.llm import JudgeResult, LLMJudge
 from terminus.judge.rubric import Rubric, load_rubric
+from terminus.judge.runs import names, observations_of
 
 DEFAULT_SCORER = ROOT / "configs" / "judge" / "scorer.yaml"
 SCHEMA = "terminus.verdict/1"
+FORM_ALONE = 0.1  # the most an answer earns by its form alone, whatever format_weight is
 
 
 class ScorerConfigError(TerminusError, ValueError):
@@ -35,6 +37,7 @@ class ScorerConfig:
     length_max_ratio: float = 2.0
     length_penalty: float = 0.3
     format_weight: float = 0.1
+    unsupported_penalty: float = 0.3
     judge_retries: int = 2
 
     @classmethod
@@ -59,10 +62,13 @@ class ScorerConfig:
             length_max_ratio=float(length.get("max_ratio", cls.length_max_ratio)),
             length_penalty=float(length.get("penalty", cls.length_penalty)),
             format_weight=float(raw.get("format_weight", cls.format_weight)),
+            unsupported_penalty=float(raw.get("unsupported_penalty", cls.unsupported_penalty)),
             judge_retries=int(raw.get("judge_retries", cls.judge_retries)),
         )
         if min(config.judge, config.fact_recall, config.fact_precision) < 0:
             raise ScorerConfigError(f"{path}: weights must be >= 0")
+        if not 0 <= config.format_weight <= 1:
+            raise ScorerConfigError(f"{path}: format_weight must be in [0, 1], not {config.format_weight}")
         return config
 
 
@@ -96,7 +102,8 @@ class Scorer:
     ...             query="run the tests", facts={"tests": {"passed": 3, "failed": 0, "failing": []}})
     >>> scorer = Scorer(tasks={"t": task})
     >>> good = [{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "run_in_terminal",
-    ...          "arguments": "{}"}}]}, {"role": "tool", "content": "3 passed in 0.1s"},
+    ...          "arguments": '{"command": "pytest"}'}}]},
+    ...         {"role": "tool", "content": "3 passed in 0.1s\\n[exit code 0]"},
     ...         {"role": "assistant",
     ...          "content": "<final_answer>\\nCommand: pytest\\nSummary: 3 passed.\\n</final_answer>"}]
     >>> scorer([good, "no answer"], task_id=["t", "t"])
@@ -127,10 +134,13 @@ class Scorer:
         if task is None:
             raise KeyError(f"no task {trajectory.get('task_id')!r} for trajectory {trajectory.get('id')!r}")
         answer = trajectory.get("final_answer")
-        fc = check(answer, task.facts, task.task_type, observations_of(trajectory.get("messages", [])))
+        observed = observations_of(trajectory.get("messages", []))
+        fc = check(answer, task.facts, task.task_type, observed)
         c = self.config
         use_judge = judged is not None and not judged.unparseable and c.judge > 0
-        parts = [(c.fact_recall, fc.recall), (c.fact_precision, fc.precision)]
+        # Precision pays nothing without recall: one true trivial claim ("the build succeeded") and no required fact
+        # was a third of the reward, and GRPO found it.
+        parts = [(c.fact_recall, fc.recall), (c.fact_precision, fc.precision if fc.recall > 0 else 0.0)]
         if use_judge:
             parts.append((c.judge, judged.score))
         weight = sum(w for w, _ in parts) or 1.0
@@ -138,25 +148,37 @@ class Scorer:
         hallucination = (
             c.hallucination_penalty * min(len(fc.hallucinated), c.max_hallucinations) / max(c.max_hallucinations, 1)
         )
-        commands = len(trajectory.get("turns") or [])
-        pairs = len(answer or [])
-        coverage = min(1.0, pairs / commands) if commands else 1.0
+        # Coverage: the share of the commands run that a pair of the answer names (by what it runs).
+        runs = observed.runs
+        named = sum(any(names(e.get("command") or "", r.command) for e in answer or []) for r in runs)
+        coverage = named / len(runs) if runs else 1.0
         reference = self.references.get(task.id)
         length_ratio = None
         if reference and reference.get("final_answer") and answer:
             length_ratio = len(answer_text(answer)) / max(1, len(answer_text(reference["final_answer"])))
         over = 0.0 if length_ratio is None else max(0.0, length_ratio - c.length_max_ratio) / c.length_max_ratio
-        penalty = hallucination + c.coverage_penalty * (1 - coverage) + c.length_penalty * min(1.0, over)
-        content = 0.0 if not answer else min(1.0, max(0.0, base - penalty))
+        penalty = (
+            hallucination
+            + c.coverage_penalty * (1 - coverage)
+            + c.length_penalty * min(1.0, over)
+            + c.unsupported_penalty * fc.unsupported
+        )
+        # No command run: nothing the answer says was seen, whatever it says (an answer at once once earned 0.83).
+        content = 0.0 if not answer or not runs else min(1.0, max(0.0, base - penalty))
         # Form: half for a parsed final answer, half for having run commands through well-formed tool calls. A
         # small weight, so that a model that cannot yet state facts still sees which rollouts were closer; both
         # halves, because an answer given without running anything is no use to the main agent (with the answer
         # alone rewarded, GRPO taught the tiny model to answer at once).
         # An answer with no command behind it earns no form at all: at 0.05 it was as good as most real attempts of
-        # a tiny model, and GRPO collapsed onto it.
+        # a tiny model, and GRPO collapsed onto it. Form alone never lifts an answer above FORM_ALONE.
+        commands = len(trajectory.get("turns") or [])
         errors = int(trajectory.get("format_errors") or 0)
-        form = (0.5 * (answer is not None) + 0.5 * commands / (commands + errors)) if commands else 0.0
+        form = (0.5 * (answer is not None) + 0.5 * commands / (commands + errors)) if commands and runs else 0.0
         reward = (1 - c.format_weight) * content + c.format_weight * form
+        if content == 0.0:
+            reward = min(reward, FORM_ALONE)
+        if fc.unusable:  # markup or an empty summary where the main agent reads the answer: no use to it at all
+            reward = 0.0
         return {
             "schema": SCHEMA,
             "trajectory_id": trajectory.get("id"),
@@ -169,6 +191,8 @@ class Scorer:
             "fact_precision": round(fc.precision, 4),
             "fact_recall": round(fc.recall, 4),
             "hallucinated": fc.hallucinated,
+            "unsupported": fc.unsupported,
+            "unusable": fc.unusable,
             "missing": fc.missing,
             "wrong": fc.wrong,
             "coverage": round(coverage, 4),

@@ -2,22 +2,43 @@
 
 The labelled set: the scripted expert's trajectories (whose answers the validate step found correct) and,
 for each, every corruption that applies: wrong counts, an invented failure, a dropped command, a wrong
-file:line, a padded rambling summary, a missing final answer. A pair counts as ranked right when the scorer
-gives the correct episode a strictly higher score. Agreement: the share of pairs on which the LLM judge and the
-fact checker prefer the same episode (an unparseable verdict prefers neither).
+file:line, a padded rambling summary, a missing final answer; and the policy's real failure modes, which the fact
+checker's own categories do not describe (ranking those alone was right by construction): an answer with no command
+run, a trivial claim, tool-call markup in the answer, the facts stated where no output shows them, the wrong command
+run. A pair counts as ranked right when the scorer gives the correct episode a strictly higher score. Agreement: the
+share of pairs on which the LLM judge and the fact checker prefer the same episode (an unparseable verdict prefers
+neither).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import random
 import re
 from collections import defaultdict
+from pathlib import Path
 
+from terminus.agent.parsing import render_final_answer
+from terminus.config import ROOT
 from terminus.judge.llm import LLMJudge
 from terminus.judge.scorer import Scorer
 
-CORRUPTIONS = ("wrong_counts", "invented_failure", "dropped_command", "wrong_location", "padded", "missing_answer")
+CORRUPTIONS = (
+    "wrong_counts",
+    "invented_failure",
+    "dropped_command",
+    "wrong_location",
+    "padded",
+    "missing_answer",
+    # what GRPO's policy really did (issue 40)
+    "no_command",
+    "trivial_claim",
+    "tool_call_markup",
+    "ungrounded_facts",
+    "wrong_command",
+)
+MARKUP = '<tool_call>\n{"name": "run_in_terminal", "arguments": {"command": "cat README.md"}}\n</tool_call>'
 PADDING = (
     " Overall the run went through the usual stages of the toolchain, and it is worth noting that the output "
     "contained a number of informational lines which were reviewed carefully. The environment appeared to be "
@@ -38,9 +59,60 @@ def _edit_summaries(traj: dict, fn) -> dict | None:
     return out if changed else None
 
 
+def _answered(traj: dict) -> dict:
+    """The trajectory's last message rewritten to its (edited) final answer, as the policy would have written it."""
+    messages = traj["messages"]
+    if messages and messages[-1].get("role") == "assistant" and not messages[-1].get("tool_calls"):
+        messages[-1] = {**messages[-1], "content": render_final_answer(traj["final_answer"])}
+    return traj
+
+
+def _ran_instead(traj: dict, command: str, output: str) -> dict:
+    """The trajectory with its last command replaced by `command`, which printed `output` and exited 0."""
+    out = copy.deepcopy(traj)
+    calls = [m for m in out["messages"] if m.get("role") == "assistant" and m.get("tool_calls")]
+    outputs = [m for m in out["messages"] if m.get("role") == "tool"]
+    arguments = json.dumps({"command": command, "timeout_ms": 30_000})
+    calls[-1]["tool_calls"] = [
+        {**calls[-1]["tool_calls"][0], "function": {"name": "run_in_terminal", "arguments": arguments}}
+    ]
+    outputs[-1]["content"] = f"{output}\n[exit code 0]"
+    out["turns"][-1] = {**out["turns"][-1], "command": command, "exit_code": 0}
+    return out
+
+
 def corrupt(traj: dict, kind: str, rng: random.Random) -> dict | None:
     if not traj.get("final_answer"):
         return None
+    if kind == "no_command":  # answered at once: nothing ran, the facts known from the corpus
+        out = copy.deepcopy(traj)
+        answer = [m for m in out["messages"][-1:] if m.get("role") == "assistant" and not m.get("tool_calls")]
+        out["messages"] = [m for m in out["messages"] if m.get("role") in ("system", "user")] + answer
+        out["turns"], out["format_errors"] = [], 0
+        return out
+    if kind == "trivial_claim":  # one true-sounding sentence in place of the facts (GRPO's 1/3 reward)
+        out = copy.deepcopy(traj)
+        for entry in out["final_answer"]:
+            entry["summary"] = "The build succeeded."
+        return _answered(out)
+    if kind == "tool_call_markup":  # the policy wrote its next call where the answer goes
+        out = copy.deepcopy(traj)
+        out["final_answer"][-1]["summary"] += "\n" + MARKUP
+        return _answered(out)
+    if kind == "ungrounded_facts":  # the commands ran, but printed none of the facts the answer states
+        out = copy.deepcopy(traj)
+        for message in out["messages"]:
+            if message.get("role") == "tool":
+                message["content"] = "[exit code 0]"
+        return out
+    if kind == "wrong_command":  # `ls -R` ran in place of the build or tests; the answer states their facts anyway
+        if not traj.get("turns"):
+            return None
+        outputs = [m["content"] for m in traj["messages"] if m.get("role") == "tool"]
+        listing = outputs[0].rsplit("\n[exit code", 1)[0] if len(outputs) > 1 else "."
+        out = _ran_instead(traj, "ls -R", listing)
+        out["final_answer"][-1]["command"] = "ls -R"
+        return _answered(out)
     if kind == "wrong_counts":
 
         def bump(m: re.Match) -> str:
@@ -150,5 +222,13 @@ def validity_report(
         }
         report["agreement"] = round(agree / len(chosen), 4)
     if note:
-        report["note"] = note
+        report["note"] = repo_relative(note)
     return report
+
+
+def repo_relative(text: str) -> str:
+    """Paths under the repository (or the working folder the CLI resolved them from) named relative to it: a result
+    names no folder of the machine that made it."""
+    for base in sorted({str(ROOT), str(Path.cwd())}, key=len, reverse=True):
+        text = text.replace(base.rstrip("/") + "/", "")
+    return text
