@@ -7,6 +7,12 @@ through the public CLI (`terminus run`) and, for a main agent's workspace, from 
 - A command that makes a tree deeper than Python's recursion limit ended its own run with a traceback and made every
   later run fail in the stale-root sweep.
 - bwrap under a root harness mapped the command's user to root: every root-only file in view was readable.
+
+A hostile probe after those fixes (round 4) added: a file named `terminus-run-<pid over C long>-x`, owned by anyone,
+stopped every later run; host git, listing a workspace a sandbox wrote, read the exclude patterns that workspace
+names (`.git/info/exclude` as a link, `core.excludesFile`), an oracle of a root-only file's lines; a FIFO at
+`sub/.gitignore` blocked the copy for 300 s; a name over NAME_MAX failed the whole copy; index names reached the
+terminal raw in the copy's warning.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +33,7 @@ import pytest
 from terminus.mainagent.harness import Workbench
 from terminus.sandbox import SandboxSpec, make_sandbox
 from terminus.sandbox.bwrap import SANDBOX_UID, bwrap_path
+from terminus.sandbox.fdtree import remove_tree
 
 TERMINUS = str(Path(sys.executable).with_name("terminus"))
 BACKENDS = ["local", pytest.param("bwrap", marks=pytest.mark.skipif(bwrap_path() is None, reason="no bubblewrap"))]
@@ -56,6 +64,13 @@ def hostile_repo(root: Path, entries: list[str], link: str) -> Path:
     (repo / ".git" / "index").write_bytes(git_index(["README", ".gitignore", *entries]))
     os.symlink(link, repo / "lnk")
     return repo
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
 
 
 def terminus_run(repo: Path, backend: str, command: str, tmpdir: Path) -> subprocess.CompletedProcess:
@@ -159,13 +174,20 @@ def test_a_tree_deeper_than_pythons_recursion_stops_no_run(tmp_path, backend):
     repo.mkdir()
     (repo / "f").write_text("x\n")
     tmpdir = tmp_path / "t"
+    try:
+        _deep_trees_stop_nothing(repo, backend, tmpdir)
+    finally:  # pytest's own clean-up of its temp folders recurses: never leave it a deep tree
+        remove_tree(tmpdir)
+
+
+def _deep_trees_stop_nothing(repo: Path, backend: str, tmpdir: Path) -> None:
     deep = "for i in $(seq 1100); do mkdir d && cd d || exit 1; done; echo made"
     done = terminus_run(repo, backend, deep, tmpdir)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "made" in done.stdout and "RecursionError" not in done.stderr
     assert list(tmpdir.iterdir()) == []
-    # a dead owner's root (pid 2**22 + 1 is above pid_max's default) as deep: swept by the next run, quietly
-    stale = tmpdir / f"terminus-run-{2**22 + 1}-abc"
+    # a dead owner's root as deep: swept by the next run, quietly
+    stale = tmpdir / f"terminus-run-{dead_pid()}-abc"
     stale.mkdir()
     fd = os.open(stale, os.O_RDONLY | os.O_DIRECTORY)
     for _ in range(1100):
@@ -184,7 +206,7 @@ def test_a_stale_root_another_user_planted_is_left_alone_and_stops_nothing(tmp_p
     repo.mkdir()
     tmpdir = tmp_path / "t"
     tmpdir.mkdir()
-    planted = tmpdir / f"terminus-run-{2**22 + 1}-x"
+    planted = tmpdir / f"terminus-run-{dead_pid()}-x"
     planted.mkdir()
     (planted / "keep").write_text("theirs\n")
     os.chown(planted, SANDBOX_UID, SANDBOX_UID)
@@ -258,3 +280,73 @@ def test_bwrap_under_root_cannot_connect_to_a_root_only_unix_socket_in_view(tmp_
     assert done.returncode == 0, done.stderr
     assert "CONNECTED" not in done.stdout
     assert "Permission denied" in done.stdout
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "README").write_text("hi\n")
+    return repo
+
+
+@as_root
+@pytest.mark.parametrize("pid", [2**31, 2**63, 10**30])
+def test_a_stale_root_name_with_a_huge_pid_stops_no_run(tmp_path, repo, pid):
+    tmpdir = tmp_path / "t"
+    tmpdir.mkdir(mode=0o1777)
+    tmpdir.chmod(0o1777)
+    planted = tmpdir / f"terminus-run-{pid}-x"
+    planted.touch()
+    os.chown(planted, 65534, 65534)  # another local user's empty file
+    done = terminus_run(repo, "local", "echo ok", tmpdir)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-500:]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("how", ["info-exclude-link", "core-excludesFile"])
+def test_host_git_reads_no_exclude_file_the_sandbox_names(tmp_path, repo, monkeypatch, how):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "t"))
+    (tmp_path / "t").mkdir()
+    secret = tmp_path / "secret"
+    secret.write_text("hunter2\n")
+    secret.chmod(0o600)
+    plant = (
+        f"rm -f .git/info/exclude && ln -s {secret} .git/info/exclude"
+        if how == "info-exclude-link"
+        else f"git config core.excludesFile {secret}"
+    )
+    with make_sandbox(SandboxSpec("bwrap"), repo) as box:
+        bench = Workbench(box, SandboxSpec("bwrap"), None, subagent_turns=3)
+        made = box.run(f"{plant} && touch hunter2 guess1", 60)
+        assert made.exit_code == 0, made.output
+        with bench.subagent_box() as sub:
+            seen = sub.run("ls", 60).output.split()
+    assert "guess1" in seen
+    assert "hunter2" in seen, "which files were copied depends on a host file the sandbox cannot read"
+
+
+@needs_bwrap
+def test_a_fifo_gitignore_does_not_block_the_subagents_copy(tmp_path, repo, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "t"))
+    (tmp_path / "t").mkdir()
+    with make_sandbox(SandboxSpec("bwrap"), repo) as box:
+        bench = Workbench(box, SandboxSpec("bwrap"), None, subagent_turns=3)
+        assert box.run("mkdir sub && mkfifo sub/.gitignore", 60).exit_code == 0
+        start = time.monotonic()
+        with bench.subagent_box():
+            took = time.monotonic() - start
+    assert took < 30, f"the host's copy blocked {took:.0f} s on a FIFO the sandbox made"
+
+
+def test_an_index_entry_with_a_too_long_name_is_skipped_not_fatal(tmp_path, repo):
+    (repo / ".git" / "index").write_bytes(git_index(["README", "x" * 300]))
+    done = terminus_run(repo, "local", "cat README", tmp_path / "t")
+    assert done.returncode == 0 and "hi" in done.stdout, done.stderr[-500:]
+
+
+def test_index_names_reach_the_terminal_without_control_characters(tmp_path, repo):
+    (repo / ".git" / "index").write_bytes(git_index(["README", "\x1b]52;c;aGVsbG8=\x07\x1b[2J/../evil"]))
+    done = terminus_run(repo, "local", "true", tmp_path / "t")
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr, repr(done.stderr[-300:])

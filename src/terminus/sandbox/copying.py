@@ -31,10 +31,12 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
-from terminus.sandbox import fdtree
+from terminus.sandbox import fdtree, hostfs
 from terminus.sandbox.errors import SandboxError
+from terminus.sandbox.tmproot import run_root
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +66,23 @@ class CopyTooLargeError(SandboxError):
     """A folder that would be copied whole is over the copy cap; nothing was copied."""
 
 
+def own_git(source: Path) -> str | None:
+    """What `source/.git` is, not following a link: `dir`, `file` (a worktree's or submodule's pointer), `other` (a
+    link, a FIFO, ...), or None when there is none."""
+    try:
+        mode = os.lstat(source / ".git").st_mode
+    except OSError:
+        return None
+    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
+
+
 def in_git_work_tree(source: Path) -> bool:
-    """Whether git copies `source` by its listing: inside a work tree, and not in a folder that tree ignores."""
+    """Whether git copies `source` by its listing: a repository of its own (`.git` there), or a folder inside an
+    enclosing work tree that the tree does not ignore."""
     if shutil.which("git") is None:
         return False
+    if own_git(source) is not None:
+        return True
     try:
         inside = subprocess.run(
             ["git", *GIT_SAFE, "-C", str(source), "rev-parse", "--is-inside-work-tree"],
@@ -78,7 +93,8 @@ def in_git_work_tree(source: Path) -> bool:
         if inside.returncode != 0 or inside.stdout.strip() != "true":
             return False
         # A folder the enclosing repository ignores (a task snapshot under results/) is data, not part of that
-        # repository: git would list nothing in it, so it is copied whole.
+        # repository: git would list nothing in it, so it is copied whole. The enclosing repository is the host's
+        # (the source's own `.git`, which the repository or a sandbox writes, is never used here: `own_git`).
         ignored = subprocess.run(
             ["git", *GIT_SAFE, "-C", str(source), "check-ignore", "-q", "."], capture_output=True, timeout=60
         )
@@ -120,23 +136,98 @@ def too_large(source: Path, max_bytes: int, mode: str) -> str:
 
 def git_listing(source: Path) -> list[str] | None:
     """Paths (relative to `source`) git sees under it, or None when it is not inside a git work tree."""
+    kind = own_git(source)
+    if kind is not None:
+        paths = _private_listing(source, kind)
+        return [".git", *paths] if kind == "dir" else paths  # a worktree's `.git` file points outside: left out
     if not in_git_work_tree(source):
         return None
+    try:  # the enclosing repository is the host's own (`in_git_work_tree`)
+        return _list(["git", *GIT_SAFE, "-C", str(source), "ls-files", *LS_FILES, "--exclude-standard"], source)
+    except subprocess.TimeoutExpired as err:
+        raise SandboxError(f"git did not list the files of {source} within {err.timeout:.0f} s") from err
+
+
+LS_FILES = ("-z", "--cached", "--others")
+LIST_TIMEOUT_S = 120
+# How long the repository's own listing may take before its untracked files are left out: a FIFO named `.gitignore`
+# blocks git's read of it for good, and a listing of tracked files alone reads no file of the tree.
+UNTRACKED_TIMEOUT_S = 20
+
+
+def _list(argv: list[str], source: Path, env: dict | None = None, timeout: float = LIST_TIMEOUT_S) -> list[str]:
+    """Run a `git ls-files` listing; SandboxError (nothing copied) when it fails, subprocess.TimeoutExpired when it
+    hangs (never a fallback to copying every file, which would copy what is ignored)."""
     try:
-        listed = subprocess.run(
-            ["git", *GIT_SAFE, "-C", str(source), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            capture_output=True,
-            timeout=300,
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        log.warning("git could not list %s (%s); copying every file", source, err)
-        return None
+        listed = subprocess.run(argv, capture_output=True, timeout=timeout, env=env, cwd=source)
+    except OSError as err:
+        raise SandboxError(f"git could not list the files of {source} ({err}); nothing was copied") from err
     if listed.returncode != 0:
-        return None
-    paths = sorted({p for p in listed.stdout.decode(errors="surrogateescape").split("\0") if p})
-    if (source / ".git").is_dir():  # the repository itself (a worktree's `.git` file points outside: left out)
-        paths = [".git", *paths]
-    return paths
+        why = listed.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {listed.returncode}"]
+        raise SandboxError(f"git could not list the files of {source}: {why[0]}; nothing was copied")
+    return sorted({p for p in listed.stdout.decode(errors="surrogateescape").split("\0") if p})
+
+
+def _private_listing(source: Path, kind: str) -> list[str]:
+    """The repository's own listing (tracked files, and untracked ones its `.gitignore` files do not ignore), made
+    with a git folder the host made: nothing of `source/.git` is read by git itself. Its config (fsmonitor,
+    `core.worktree`, `core.excludesFile`, `include.path`), links and FIFOs in it would otherwise make host git read
+    or block on host paths the repository names. The index and `info/exclude` are copied in by `hostfs` (regular
+    files reached without a link; anything else counts as absent); with a `.git` file (a worktree) or an index git
+    cannot read alone (a split index), the listing is the files no `.gitignore` ignores."""
+    with tempfile.TemporaryDirectory(prefix="git-list-", dir=run_root()) as private:
+        gitdir = Path(private) / "git"
+        subprocess.run(["git", "init", "-q", "--template=", "--bare", str(gitdir)], check=True, capture_output=True)
+        (gitdir / "info").mkdir(exist_ok=True)
+        excludes = ["--exclude-per-directory=.gitignore"]
+        for rel, name in ((".git/index", "index"), (".git/info/exclude", "info/exclude")):
+            if kind != "dir":
+                break
+            try:
+                (gitdir / name).write_bytes(hostfs.read_bytes(source, rel))
+            except (OSError, hostfs.UnsafePathError) as err:
+                if not isinstance(err, FileNotFoundError):
+                    log.warning("%s: %s is not a plain file; left out of git's listing (%s)", source, rel, err)
+        if (gitdir / "info/exclude").is_file():
+            excludes.append(f"--exclude-from={gitdir / 'info/exclude'}")
+        if global_excludes := _global_excludes():
+            excludes.append(f"--exclude-from={global_excludes}")
+        env = {**os.environ, "GIT_DIR": str(gitdir), "GIT_WORK_TREE": str(source)}
+        argv = ["git", *GIT_SAFE, "-c", "core.bare=false", "ls-files", *LS_FILES, *excludes]
+        try:
+            try:
+                return _list(argv, source, env, timeout=UNTRACKED_TIMEOUT_S)
+            except SandboxError:
+                if not (gitdir / "index").exists():
+                    raise
+                log.warning("%s: git cannot read its index alone; listing the files no .gitignore ignores", source)
+                (gitdir / "index").unlink()
+                return _list(argv, source, env, timeout=UNTRACKED_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            log.warning(
+                "%s: git did not list its untracked files within %d s (a .gitignore that is a FIFO?); copying the "
+                "tracked files only",
+                source,
+                UNTRACKED_TIMEOUT_S,
+            )
+            return _list([*argv[: argv.index("ls-files") + 1], "-z", "--cached"], source, env)
+
+
+def _global_excludes() -> str | None:
+    """The harness user's own excludes file (`core.excludesFile` of their global config, else git's default)."""
+    try:
+        named = subprocess.run(
+            ["git", "config", "--global", "--type=path", "--get", "core.excludesFile"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd="/",
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        named = ""
+    default = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git" / "ignore"
+    path = Path(named) if named else default
+    return str(path) if path.is_file() else None
 
 
 def copy_repository(
@@ -180,6 +271,11 @@ def _entries(src: fdtree.DirChain, listing: list[str] | None) -> list[tuple[str,
             continue
         except FileNotFoundError:  # listed by git but deleted in the tree
             continue
+        except OSError as err:
+            if err.errno not in fdtree.ENTRY_ERRNOS:
+                raise
+            out.append((rel, str(err)))
+            continue
         out.append((rel, info))
         if stat.S_ISDIR(info.st_mode):  # `.git`, a submodule's folder: everything below it, links not followed
             out += fdtree.walk(src.root_fd, rel)
@@ -216,6 +312,10 @@ def _copy_entries(src, dst, entries, owner, source: Path) -> list[str]:
             refused.append(rel)
         except FileNotFoundError:  # deleted since it was listed
             continue
+        except OSError as err:
+            if err.errno not in fdtree.ENTRY_ERRNOS:
+                raise
+            refused.append(rel)
     for parts, info in sorted(folders.items(), reverse=True):  # after the files, so that their mtimes stay
         fd = dst.folder(list(parts))
         info = info or os.fstat(src.folder(list(parts)))
@@ -233,7 +333,7 @@ def _copy_entries(src, dst, entries, owner, source: Path) -> list[str]:
                 source,
                 len(names),
                 kind,
-                ", ".join(names[:5]) + (" ..." if len(names) > 5 else ""),
+                ", ".join(fdtree.printable(n) for n in names[:5]) + (" ..." if len(names) > 5 else ""),
             )
     return skipped + refused
 

@@ -16,6 +16,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -24,6 +25,13 @@ from terminus.sandbox.errors import SandboxError
 
 log = logging.getLogger(__name__)
 
+# Names the repository chose, as they may be printed: a terminal would obey the escapes in them (OSC 52 clipboard
+# writes, screen clears), so C0 and C1 controls and DEL are shown as `\xNN`.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Per-entry failures that make one path uncopyable (a name too long for this filesystem, bytes it refuses) rather
+# than the copy impossible (a full disk): the path is skipped and named like a refused one.
+ENTRY_ERRNOS = {errno.ENAMETOOLONG, errno.EILSEQ, errno.EINVAL, errno.ELOOP, errno.ENOTDIR, errno.EACCES}
+
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -31,12 +39,21 @@ class RefusedPath(SandboxError):
     """A listed path is not a plain relative path, or it passes through a link or a non-folder: never followed."""
 
 
+def printable(name: str) -> str:
+    """`name` with control characters shown as `\\xNN`, safe to print.
+
+    >>> printable("a\\x1b]52;c;aGk=\\x07b")
+    'a\\\\x1b]52;c;aGk=\\\\x07b'
+    """
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", name)
+
+
 def plain_parts(rel: str) -> list[str]:
     """The components of a relative path that has no `..`, `.` or empty component; RefusedPath otherwise.
 
     >>> plain_parts("src/a.py")
     ['src', 'a.py']
-    >>> plain_parts("lnk/../../etc/passwd")
+    >>> plain_parts("lnk/../../etc/passwd")  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     terminus.sandbox.fdtree.RefusedPath: 'lnk/../../etc/passwd': not a plain relative path
     """

@@ -8,9 +8,13 @@ from dataclasses import dataclass
 from terminus.timing import normalise_timing
 
 # CSI sequences (colours, cursor moves), OSC sequences (window titles, hyperlinks), and two-byte escapes.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
-# Control characters a terminal does not print; \t, \n and \r are handled separately.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# DCS, SOS, PM and APC strings (ESC P/X/^/_ ... ESC \\) go whole, not just their first two bytes.
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?|\x1b[@-Z\\-_]"
+)
+# Control characters a terminal does not print, C1 too (U+0080-U+009F: U+009B is a one-character CSI to a terminal
+# that reads UTF-8); \t, \n and \r are handled separately.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _REPLACEMENT_RUN = re.compile("\ufffd{2,}")
 
 

@@ -119,7 +119,7 @@ def owner_alive(pid: int) -> bool | None:
             return False  # dead, not yet reaped by its parent
     except (ProcessLookupError, FileNotFoundError):
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError, ValueError):  # another user's, or no pid at all (a planted name)
         return None
     return True
 

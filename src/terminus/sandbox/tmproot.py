@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "terminus-run-"
 UNREMOVABLE = "terminus-unremovable-"
+PID_MAX = 1 << 22  # the kernel's PID_MAX_LIMIT: a name with a larger "pid" is nobody's root (any user can make one)
 _lock = threading.Lock()
 _current: tuple[int, Path] | None = None  # (owner pid, root): a forked child makes its own
 
@@ -39,7 +40,7 @@ def remove_stale_roots(base: Path | None = None) -> list[Path]:
             owner = int(path.name[len(PREFIX) :].split("-")[0])
         except ValueError:
             continue
-        if owner == os.getpid() or owner_alive(owner) is not False:
+        if not 0 < owner <= PID_MAX or owner == os.getpid() or owner_alive(owner) is not False:
             continue
         try:
             info = path.lstat()
