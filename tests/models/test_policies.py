@@ -124,3 +124,96 @@ def test_a_served_subagent_reads_the_prompt_training_renders(tiny_model, tmp_pat
     assert reply["usage"]["prompt_tokens"] == len(expected)
     off = encode(tokenizer, messages, [TERMINAL_TOOL], {"enable_thinking": False})
     assert len(off) > len(encode(tokenizer, messages, [TERMINAL_TOOL], {"enable_thinking": True}))  # the empty block
+
+
+RUN_CALL = {"function": {"name": "run", "arguments": '{"command": "ls"}'}}
+RUN_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "run",
+        "description": "Run a shell command.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    },
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("api", "reasoning"), [("chat", False), ("chat", True), ("responses", False), ("responses", True)]
+)
+def test_both_apis_on_vllms_own_server(vllm_server, api, reasoning):
+    """vLLM serves /v1/chat/completions and /v1/responses: each takes the request the policy writes for its API
+    (max_completion_tokens or max_output_tokens and no temperature for a reasoning model) and its reply comes back
+    as the project's reply type with token usage; a conversation that holds a tool call and its output (a round
+    trip) is sent as the API spells them (Responses: function_call and function_call_output items) and reaches the
+    model. The random tiny model writes no tool call that vLLM's hermes parser finds (forced by a named tool_choice,
+    greedy, it fills the arguments with whitespace to the token limit), so the round trip starts from a written one."""
+    from terminus.models.openai_compat import OpenAIPolicy
+
+    messages = [{"role": "system", "content": "You run commands."}, {"role": "user", "content": "List the files."}]
+    policy = OpenAIPolicy("tiny", base_url=vllm_server, max_tokens=12, api=api, reasoning=reasoning)
+    text = policy.respond(messages, [RUN_TOOL])
+    assert isinstance(text["content"], str) and text["retries"] == 0
+    assert text["usage"]["prompt_tokens"] > 0 and 0 < text["usage"]["completion_tokens"] <= 12  # the limit held
+
+    call = {"id": "call_1", "type": "function", "function": {"name": "run", "arguments": '{"command": "ls"}'}}
+    after = [
+        *messages,
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "README.md\nsetup.py\n"},
+    ]
+    answer = policy.respond(after, [RUN_TOOL])
+    assert isinstance(answer["content"], str) and answer["retries"] == 0
+    assert 0 < answer["usage"]["completion_tokens"] <= 12
+    # the call and its output reached the model: the prompt grew by them
+    assert answer["usage"]["prompt_tokens"] > text["usage"]["prompt_tokens"] + 5
+
+
+def test_each_api_gets_the_request_its_provider_takes(monkeypatch):
+    """What goes on the wire (the SDK's keyword arguments): a reasoning model gets max_completion_tokens and no
+    temperature; the Responses API gets input items, flat function tools and max_output_tokens."""
+    from terminus.models.openai_compat import OpenAIPolicy
+
+    messages = [
+        {"role": "system", "content": "You run commands."},
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", **RUN_CALL}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+    ]
+    chat = OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", max_tokens=64).request(messages, [RUN_TOOL])
+    assert chat["max_tokens"] == 64 and chat["temperature"] == 0.0 and chat["tools"] == [RUN_TOOL]
+    reasoning = OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", max_tokens=64, reasoning=True)
+    body = reasoning.request(messages, [RUN_TOOL])
+    assert body["max_completion_tokens"] == 64 and "max_tokens" not in body and "temperature" not in body
+    responses = OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", max_tokens=64, api="responses", reasoning=True)
+    forced = {"type": "function", "function": {"name": "run"}}
+    responses.tool_choice = forced
+    body = responses.request(messages, [RUN_TOOL])
+    assert body["max_output_tokens"] == 64 and "temperature" not in body and body["store"] is False
+    assert body["input"] == [
+        {"role": "system", "content": "You run commands."},
+        {"role": "user", "content": "List the files."},
+        {"type": "function_call", "call_id": "c1", "name": "run", "arguments": '{"command": "ls"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "a.py"},
+    ]
+    assert body["tools"] == [{"type": "function", **RUN_TOOL["function"], "strict": False}]
+    assert body["tool_choice"] == {"type": "function", "name": "run"}
+    with pytest.raises(PolicyError, match="api must be one of chat, responses"):
+        OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", api="completions")
+
+
+def test_the_paper_config_calls_codex_through_the_responses_api(monkeypatch, tmp_path):
+    """gpt-5.3-codex, judge and subagent in configs/paper.yaml, is called as it is served: Responses API, a
+    reasoning model; the judge's policy and the eval subagent's are built with those settings."""
+    from terminus.config import load_config
+    from terminus.eval.grid import served_subagent
+    from terminus.judge.setup import judge_from_config
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    cfg = load_config("configs/paper.yaml")
+    with judge_from_config(cfg, tmp_path / "cache") as judge:
+        assert (judge.policy.api, judge.policy.reasoning) == ("responses", True)
+    (codex,) = [s for s in cfg["eval"]["subagents"] if s["name"] == "gpt-5.3-codex"]
+    with served_subagent(codex, tmp_path) as policy:
+        assert (policy.api, policy.reasoning) == ("responses", True)
+        assert "max_output_tokens" in policy.request([{"role": "user", "content": "q"}], [])

@@ -28,7 +28,7 @@ from terminus.collect.runner import run_episode, run_jobs
 from terminus.config import resolve, resolve_model
 from terminus.config import stamp as make_stamp
 from terminus.eval.cells import CellError, CellRun, cell_names, find_cell
-from terminus.eval.main_episode import main_agent_fields, main_brain
+from terminus.eval.main_episode import history_fields, main_agent_fields, main_brain
 from terminus.eval.record import EvalRecord, MainAgentRecord
 from terminus.eval.swe_cells import is_swe, swe_episode, swe_instances, write_cell_predictions
 from terminus.io import read_jsonl, write_jsonl_atomic
@@ -101,6 +101,7 @@ def execution_episode(task: Task, cell: CellRun, *, tasks_file: Path, scorer) ->
         subagent_tokens=traj["prompt_tokens"] + traj["completion_tokens"],
         subagent_turns=len(traj["turns"]),
         timeouts=sum(t["timed_out"] for t in traj["turns"]),
+        **history_fields([], [episode]),
         error=traj.get("error"),
         subagent_episodes=[episode],
         judge_score=verdict["judge_score"],

@@ -4,7 +4,7 @@ names, and the fields of its episode's record (`terminus.eval.record`). Below bo
 from __future__ import annotations
 
 from terminus.eval.cells import CellRun
-from terminus.eval.metrics import rerun_rate
+from terminus.eval.metrics import history_commands, rerun_rate
 from terminus.mainagent.brains import LLMMainAgent, ReplayMainAgent
 from terminus.mainagent.reader import ReaderMainAgent
 from terminus.models.openai_compat import api_key_from_env, endpoint_limits
@@ -17,6 +17,12 @@ def main_brain(spec: dict):
         return ReaderMainAgent()
     key = api_key_from_env(spec.get("api_key_env"), f"main agent {spec['name']}")
     return LLMMainAgent(spec["model"], base_url=spec.get("base_url"), api_key=key, **endpoint_limits(spec))
+
+
+def history_fields(main_commands: list[str], subagent_episodes: list[dict]) -> dict:
+    """The record's history counts: the main agent's own commands and its subagents' together, and the latter."""
+    sub = history_commands(*(e.get("commands") or [] for e in subagent_episodes))
+    return {"history_commands": history_commands(main_commands) + sub, "subagent_history_commands": sub}
 
 
 def main_agent_fields(cell: CellRun, task_id: str, language: str, source: str, result) -> dict:
@@ -42,6 +48,7 @@ def main_agent_fields(cell: CellRun, task_id: str, language: str, source: str, r
         "subagent_tokens": result.subagent_tokens,
         "subagent_turns": result.subagent_turns,
         "timeouts": result.timeouts,
+        **history_fields([d["command"] for d in result.direct_commands], result.subagent_episodes),
         "error": result.error,
         "subagent_episodes": [{k: v for k, v in e.items() if k != "trajectory"} for e in result.subagent_episodes],
     }

@@ -30,6 +30,10 @@ class EvalRecord:
     subagent_tokens: int | None = None
     subagent_turns: int | None = None
     timeouts: int | None = None
+    history_commands: int | None = None
+    """Commands, the main agent's and the subagent's, that read git history past the base commit (`git log --all`,
+    `git reflog`, `git show <hash>`, ...: `metrics.history_reads`); the environment holds none to find."""
+    subagent_history_commands: int | None = None
     resolved: float | None = None
     """1.0 or 0.0 where the benchmark has an outcome (repair, SWE family); None for execution."""
     error: str | None = None

@@ -170,6 +170,8 @@ class LLMJudge:
         cache_namespace: str = "",
         request_timeout: float | None = None,
         max_retries: int | None = None,
+        api: str | None = None,
+        reasoning: bool | None = None,
     ) -> None:
         self.rubric = rubric
         self.model = model
@@ -186,7 +188,8 @@ class LLMJudge:
         if policy is None:  # the key is checked here, before any episode is scored
             try:
                 key = api_key_from_env(api_key_env, "judge")
-                limits = endpoint_limits({"request_timeout": request_timeout, "max_retries": max_retries})
+                endpoint = {"request_timeout": request_timeout, "max_retries": max_retries, "api": api}
+                limits = endpoint_limits({**endpoint, "reasoning": reasoning})
                 policy = OpenAIPolicy(model, base_url=base_url, api_key=key, max_tokens=max_tokens, **limits)
             except MissingKeyError as err:
                 raise JudgeError(str(err)) from None

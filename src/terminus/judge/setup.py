@@ -61,7 +61,10 @@ def judge_from_config(cfg: dict, cache_dir: Path, no_llm: bool = False) -> Itera
     elif endpoint:
         if not endpoint.get("model"):
             raise JudgeError("judge.endpoint needs a model")
-        yield LLMJudge(rubric, endpoint["model"], endpoint.get("base_url"), endpoint.get("api_key_env"), **common)
+        served = {"api": endpoint.get("api"), "reasoning": endpoint.get("reasoning")}  # as the provider serves it
+        yield LLMJudge(
+            rubric, endpoint["model"], endpoint.get("base_url"), endpoint.get("api_key_env"), **common, **served
+        )
     else:
         if not Path(serve).is_dir():
             raise JudgeError(f"judge.serve: model folder {serve} does not exist (build it with `terminus tiny-model`)")

@@ -1,4 +1,10 @@
-"""`openai`: any OpenAI-compatible chat endpoint (`vllm serve`, API providers), bounded in time, with clear errors.
+"""`openai`: any OpenAI-compatible endpoint (`vllm serve`, API providers), bounded in time, with clear errors.
+
+Two APIs, as providers serve their models (`api`): `chat` (`/chat/completions`) and `responses` (`/responses`,
+the only one some models are served through, e.g. OpenAI's codex models). `reasoning` models take
+`max_completion_tokens` (chat) instead of `max_tokens`, which they refuse, and no `temperature`; the Responses API
+always takes `max_output_tokens`. Both read the project's chat messages and tools and give back one reply type
+(`content`, `tool_calls` as chat writes them, `usage` as prompt/completion tokens), so callers never see which.
 
 Retries are the `openai` SDK's own (`max_retries`, `timeout`): it retries timeouts, dropped connections, 408,
 409, 429 and 5xx with exponential backoff and honours `Retry-After`. A reply the SDK accepts but that is not a
@@ -24,6 +30,7 @@ log = logging.getLogger(__name__)
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 3  # as the CLI flags and the config keys
+APIS = ("chat", "responses")
 MAX_BACKOFF_S = 8.0
 
 
@@ -54,20 +61,29 @@ def api_key_from_env(variable: str | None, who: str) -> str | None:
 
 
 def endpoint_limits(spec: dict) -> dict:
-    """OpenAIPolicy's keyword arguments from a config spec's `request_timeout` and `max_retries` (where set)."""
+    """OpenAIPolicy's keyword arguments from a config spec's endpoint keys where set: `request_timeout`,
+    `max_retries`, and how the provider serves the model, `api` (chat | responses) and `reasoning`."""
     limits = {}
     if spec.get("request_timeout") is not None:
         limits["timeout_s"] = float(spec["request_timeout"])
     if spec.get("max_retries") is not None:
         limits["max_retries"] = int(spec["max_retries"])
+    if spec.get("api") is not None:
+        limits["api"] = str(spec["api"])
+    if spec.get("reasoning") is not None:
+        limits["reasoning"] = bool(spec["reasoning"])
     return limits
+
+
+def _check_json(response) -> None:
+    if isinstance(response, str | bytes):  # the SDK hands back non-JSON bodies (an HTML error page) as text
+        head = (response if isinstance(response, str) else response.decode(errors="replace")).strip()[:60]
+        raise MalformedReply(f"a non-JSON reply ({head!r})")
 
 
 def _message_of(response) -> dict:
     """The assistant message of a parsed completion, or MalformedReply saying what is wrong with it."""
-    if isinstance(response, str | bytes):  # the SDK hands back non-JSON bodies (an HTML error page) as text
-        head = (response if isinstance(response, str) else response.decode(errors="replace")).strip()[:60]
-        raise MalformedReply(f"a non-JSON reply ({head!r})")
+    _check_json(response)
     choices = getattr(response, "choices", None)
     if not choices:
         raise MalformedReply("a reply without choices")
@@ -88,6 +104,68 @@ def _message_of(response) -> dict:
     return reply
 
 
+def _responses_input(messages: list[dict]) -> list[dict]:
+    """Chat messages as Responses input items: an assistant's tool calls become `function_call` items after its
+    text, a tool message a `function_call_output` item with the call's id."""
+    items = []
+    for m in messages:
+        role = m.get("role")
+        if role == "tool":
+            items.append(
+                {"type": "function_call_output", "call_id": m.get("tool_call_id") or "", "output": m["content"]}
+            )
+            continue
+        if m.get("content") or role != "assistant":
+            items.append({"role": role, "content": m.get("content") or ""})
+        for call in m.get("tool_calls") or []:
+            fn = call["function"]
+            items.append(
+                {"type": "function_call", "call_id": call["id"], "name": fn["name"], "arguments": fn["arguments"]}
+            )
+    return items
+
+
+def _responses_tools(tools: list[dict]) -> list[dict]:
+    """Chat tools (`{type: function, function: {name, description, parameters}}`) as the Responses API's flat
+    function tools. `strict: false`: the provider would otherwise require every property and no other."""
+    return [{"type": "function", **t["function"], "strict": False} for t in tools]
+
+
+def _responses_tool_choice(choice: str | dict) -> str | dict:
+    if isinstance(choice, dict):  # chat names a function as {type, function: {name}}, Responses as {type, name}
+        return {"type": "function", "name": choice["function"]["name"]}
+    return choice
+
+
+def _message_of_response(response) -> dict:
+    """The assistant message of a parsed Responses reply (its `message` and `function_call` output items;
+    reasoning items left out), or MalformedReply saying what is wrong with it."""
+    _check_json(response)
+    output = getattr(response, "output", None)
+    if output is None:
+        raise MalformedReply("a reply without output")
+    if not output and getattr(response, "error", None):
+        raise MalformedReply(f"a failed response ({response.error})")
+    texts, calls = [], []
+    for item in output:
+        kind = getattr(item, "type", None)
+        if kind == "message":
+            texts += [part.text for part in item.content or [] if getattr(part, "type", None) == "output_text"]
+        elif kind == "function_call":
+            calls.append(
+                {"id": item.call_id, "type": "function", "function": {"name": item.name, "arguments": item.arguments}}
+            )
+    reply = {"content": "".join(texts)}
+    if calls:
+        reply["tool_calls"] = calls
+    if getattr(response, "usage", None):
+        reply["usage"] = {
+            "prompt_tokens": response.usage.input_tokens,
+            "completion_tokens": response.usage.output_tokens,
+        }
+    return reply
+
+
 class OpenAIPolicy:
     def __init__(
         self,
@@ -101,11 +179,16 @@ class OpenAIPolicy:
         backoff_s: float = 0.5,
         tool_choice: str | dict | None = None,
         seed: int | None = None,
+        api: str = "chat",
+        reasoning: bool = False,
     ) -> None:
         import openai
 
         if max_retries < 0 or timeout_s <= 0:
             raise PolicyError(f"max_retries must be >= 0 and the request timeout > 0 (got {max_retries}, {timeout_s})")
+        if api not in APIS:
+            raise PolicyError(f"endpoint api must be one of {', '.join(APIS)} (got {api!r})")
+        self.api, self.reasoning = api, reasoning
         self.name = f"openai:{model}"
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
@@ -136,28 +219,42 @@ class OpenAIPolicy:
         fix = f"check that {self.base_url} is up and serves {self.model!r}, or raise --request-timeout/--max-retries"
         return PolicyError(f"endpoint {self.base_url} {what}; {fix}", used)
 
+    def request(self, messages: list[dict], tools: list[dict]) -> dict:
+        """The request body for this endpoint's API: what the provider takes for this kind of model."""
+        viewed = model_view(messages)
+        if self.api == "responses":
+            # stateless: each call carries the whole conversation, nothing is stored at the provider
+            request = {"model": self.model, "input": _responses_input(viewed), "store": False}
+            request["max_output_tokens"] = self.max_tokens
+        else:
+            request = {"model": self.model, "messages": viewed}
+            request["max_completion_tokens" if self.reasoning else "max_tokens"] = self.max_tokens
+        if not self.reasoning:  # reasoning models refuse a sampling temperature
+            request["temperature"] = self.temperature
+        if self.seed is not None and self.api == "chat":
+            request["seed"] = self.seed
+        elif self.seed is not None:  # not an OpenAI Responses field (the SDK has no argument): vLLM takes it
+            request["extra_body"] = {"seed": self.seed}
+        if tools:
+            request["tools"] = tools if self.api == "chat" else _responses_tools(tools)
+            if self.tool_choice:
+                choice = self.tool_choice
+                request["tool_choice"] = choice if self.api == "chat" else _responses_tool_choice(choice)
+        return request
+
     def respond(self, messages: list[dict], tools: list[dict]) -> dict:
         errors = self._errors
-        request = {
-            "model": self.model,
-            "messages": model_view(messages),
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-        }
-        if self.seed is not None:
-            request["seed"] = self.seed
-        if tools:
-            request["tools"] = tools
-            if self.tool_choice:
-                request["tool_choice"] = self.tool_choice
+        request = self.request(messages, tools)
+        parse = _message_of_response if self.api == "responses" else _message_of
         used = 0  # retries this call has spent, the SDK's and ours
         while True:
             self._seen.retry = 0
             client = self.client.with_options(max_retries=self.max_retries - used)
             try:
-                raw = client.chat.completions.with_raw_response.create(**request)
+                endpoint = client.responses if self.api == "responses" else client.chat.completions
+                raw = endpoint.with_raw_response.create(**request)
                 used += raw.retries_taken
-                reply = _message_of(raw.parse())
+                reply = parse(raw.parse())
             except (MalformedReply, json.JSONDecodeError, UnicodeDecodeError) as err:
                 problem = str(err) if isinstance(err, MalformedReply) else f"malformed JSON ({err})"
             except errors.APITimeoutError as err:
@@ -182,7 +279,7 @@ class OpenAIPolicy:
             if used >= self.max_retries:
                 message = (
                     f"endpoint {self.base_url} sent {problem} after {used} retries; it is not an "
-                    "OpenAI-compatible chat endpoint, or a proxy in front of it failed"
+                    f"OpenAI-compatible {self.api} endpoint, or a proxy in front of it failed"
                 )
                 raise PolicyError(message, used)
             delay = min(self.backoff_s * 2**used, MAX_BACKOFF_S)

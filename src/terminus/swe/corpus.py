@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import shlex
 import shutil
 import subprocess
 from collections import defaultdict
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from terminus.io import write_text_atomic
 from terminus.swe.grade import GradeError, checkout, diff_from_sandbox, instance_sandbox, setup_tests_commands
+from terminus.swe.history import hide_history
 from terminus.swe.parsers import PASSING
 from terminus.swe.patchcheck import files_after, patch_problem
 from terminus.swe.record import RepairInstance, file_stem
@@ -168,7 +170,11 @@ def tasks_for(
         snapshot(inst, Path(tasks_file).parent / "repos" / base, backend, options)
         workspace = f"repos/{base}"
     else:
-        setup = [*inst.pre_test, *setup_tests_commands(inst, inst.workdir or "/"), f"cd {inst.workdir or '/'}"]
+        # the test setup first (Pro's checks the tests out of the fix commit), then the history after the base
+        # commit goes: the episode starts in a repository of that one commit
+        workdir = inst.workdir or "/"
+        hide = hide_history(shlex.quote(workdir), inst.base_commit)
+        setup = [*inst.pre_test, *setup_tests_commands(inst, workdir), hide, f"cd {workdir}"]
     meta = {
         "instance_id": inst.instance_id,
         "family": inst.family,

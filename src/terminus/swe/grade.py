@@ -29,6 +29,7 @@ from terminus.sandbox import Limits, Sandbox, SandboxError, SandboxSpec, hostfs,
 from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
 from terminus.sandbox.tmproot import run_root
 from terminus.swe import testlog
+from terminus.swe.history import hide_history
 from terminus.swe.parsers import PARSE_BUDGET_S, PASSING, ParserError, normalise_test_id, parse_log
 from terminus.swe.patchcheck import file_changes, files_after, patch_problem
 from terminus.swe.record import GradeResult, RepairInstance
@@ -144,7 +145,9 @@ def instance_sandbox(
     for_agent: bool = False,
 ) -> Iterator[tuple[Sandbox, str]]:
     """A sandbox over the instance at its base commit, and the shell expression of its repository folder.
-    `for_agent`: a local repository's later history is removed (what the main agent works in)."""
+    `for_agent`: the repository's later history is removed (what the main agent works in): a local repository's on
+    the host (`base_git`), an image's inside the container as it starts (`history.hide_history`). Grading's own
+    sandboxes keep it."""
     options = sandbox_options(inst, backend, options)
     spec = SandboxSpec(backend, options.pop("image", None), tuple(options.pop("binds", None) or ()))
     if inst.repo_path:
@@ -163,7 +166,15 @@ def instance_sandbox(
                 "(local and bwrap need a row with repo_path)"
             )
         with make_sandbox(spec, None, limits or LIMITS, **options) as box:
-            yield box, shlex.quote(inst.workdir or "/")
+            workdir = shlex.quote(inst.workdir or "/")
+            if for_agent:
+                done = box.run(hide_history(workdir, inst.base_commit), 600)
+                if done.exit_code != 0:
+                    raise GradeError(
+                        f"{inst.instance_id}: hiding the history after the base commit failed: "
+                        f"{done.output.strip()[-300:]}"
+                    )
+            yield box, workdir
 
 
 def host_tmp(box: Sandbox) -> Path:
