@@ -65,7 +65,7 @@ def judge_validity(
 ) -> None:
     """How often each scorer ranks a correct episode above a corrupted copy; LLM judge vs fact checker; agreement of
     each with people's labels."""
-    from terminus.tasks.record import TaskFileError, load_tasks
+    from terminus.tasks.record import Task, TaskFileError, load_tasks
 
     run = _run(config)
     cfg = run.config
@@ -87,7 +87,8 @@ def judge_validity(
         note = "No LLM judge configured (judge.endpoint and judge.serve are null): fact checker only."
     if llm and not judge_cfg.get("endpoint") and not judge_cfg.get("serve"):
         raise TerminusError("judge-validity --llm: the config names no LLM judge (judge.endpoint or judge.serve)")
-    rows = load_labels(labels)
+    fields = Task.__dataclass_fields__
+    rows = [r | {"task": Task(**{k: v for k, v in r["task"].items() if k in fields})} for r in load_labels(labels)]
     pairs = llm_pairs or judge_cfg["validity_llm_pairs"]
     with judge_from_config(cfg, judge_cache_dir(cfg)) as judge:
         report = validity_report(

@@ -31,7 +31,6 @@ from terminus.errors import TerminusError
 from terminus.io import read_jsonl
 from terminus.judge.llm import LLMJudge
 from terminus.judge.scorer import Scorer
-from terminus.tasks.record import Task
 
 CORRUPTIONS = (
     "wrong_counts",
@@ -264,10 +263,10 @@ def load_labels(folder: Path = LABELS) -> list[dict]:
 
 def label_agreement(rows: list[dict], judge: LLMJudge | None) -> dict:
     """Per scorer, the share of labelled rows whose verdict (score >= PASS) is the label; the LLM judge's only with
-    a judge (an unparseable verdict agrees with no label)."""
+    a judge (an unparseable verdict agrees with no label). Each row's `task` is a Task (`tasks.record`)."""
     fc_agree, llm_agree, unparseable = 0, 0, 0
     for row in rows:
-        task = Task(**{k: v for k, v in row["task"].items() if k in Task.__dataclass_fields__})
+        task = row["task"]  # a Task, made by the caller (judge may not import tasks)
         candidate = row["candidate"] | {"task_id": task.id}
         scorer = Scorer(tasks={task.id: task}, references={task.id: row["reference"]})
         verdict = "correct" if scorer.score([candidate])[0]["reward"] >= PASS else "incorrect"
