@@ -87,7 +87,10 @@ class JudgeSection:
     concurrency: int
     request_timeout: float
     max_retries: int
-    max_tokens: int
+    output_chars: int
+    reply_tokens: int
+    reasoning_tokens: int
+    max_tokens: int | None
     validity_llm_pairs: int | None
 
 
@@ -105,6 +108,7 @@ class EvalSection:
     max_tasks: int | None
     tokenizer: str
     case_study_task: str | None
+    judge: dict
 
 
 @dataclass

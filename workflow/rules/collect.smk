@@ -86,6 +86,7 @@ rule judge_validity:
         expert=rules.validate_tasks.output.expert,
         tasks=rules.validate_tasks.output.tasks,
         judge=JUDGE_FILES,
+        labels=LABEL_FILES,
         model=judge_model_input(),
     output:
         f"{RUN}/judge/validity.json",
@@ -101,3 +102,29 @@ rule judge_validity:
     shell:
         "terminus judge-validity --trajectories {input.expert} --tasks {input.tasks} --out {output} "
         "--config {params.config} > {log} 2>&1"
+
+
+rule judge_validity_llm:
+    """Before any GRPO step that a judge endpoint rewards (the paper's): the real judge on 20 pairs, so that a judge
+    that cannot answer, or answers unreadably, stops the run here and not 50 steps into training."""
+    input:
+        expert=rules.validate_tasks.output.expert,
+        tasks=rules.validate_tasks.output.tasks,
+        judge=JUDGE_FILES,
+        labels=LABEL_FILES,
+    output:
+        f"{RUN}/judge/validity-llm.json",
+    log:
+        f"{RUN}/logs/judge_validity_llm.log",
+    params:
+        config=CONFIG_FILE,
+        pairs=JUDGE_GATE_PAIRS,
+    conda:
+        ENV
+    retries: resubmissions()  # each judge call is cached as it returns (judge/cache): a rerun asks only the rest
+    resources:
+        mem_mb=4000,
+        runtime=60,  # 40 judge calls at judge.concurrency, 10-60 s each
+    shell:
+        "terminus judge-validity --llm --llm-pairs {params.pairs} --trajectories {input.expert} --tasks {input.tasks} "
+        "--out {output} --config {params.config} > {log} 2>&1"

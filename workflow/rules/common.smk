@@ -25,6 +25,14 @@ def merged_configfile() -> str:
 
 CONFIG_FILE = merged_configfile()
 JUDGE_FILES = [config["judge"]["rubric"], config["judge"]["scorer"], config["judge"]["prompts"]]
+LABEL_FILES = sorted(str(p) for p in Path("configs/judge/labels").glob("*.jsonl"))  # people's labels (judge-validity)
+JUDGE_GATE_PAIRS = 20  # pairs the real judge scores before GRPO (rule judge_validity_llm)
+
+
+def judge_gate() -> list[str]:
+    """The real judge's check that GRPO waits for: when the config rewards through a judge endpoint (the paper's);
+    a smoke config has none (its tiny served judge is plumbing, checked by judge_validity)."""
+    return [f"{RUN}/judge/validity-llm.json"] if config["judge"].get("endpoint") else []
 NOTEBOOKS = ["corpus", "training", "evaluation", "delegation", "case_study"]
 # One eval job per grid cell (<main>__<sub>__<bench>__<seed>), each with its own resources.
 EVAL_CELLS = cell_names(config["eval"])
@@ -82,9 +90,17 @@ def base_model_input() -> list[str]:
     return [f"{RUN}/models/base"] if is_tiny() else []
 
 
+def uses_llm_judge(stage: str) -> bool:
+    """Whether a stage calls an LLM judge: eval its own (`eval.judge.endpoint`), the others `judge:`'s when the
+    stage is in judge.llm_stages."""
+    if stage == "eval":
+        return bool((config["eval"].get("judge") or {}).get("endpoint"))
+    return stage in config["judge"]["llm_stages"]
+
+
 def no_llm(stage: str) -> str:
     """`--no-llm` for stages the config does not give the LLM judge."""
-    return "" if stage in config["judge"]["llm_stages"] else "--no-llm"
+    return "" if uses_llm_judge(stage) else "--no-llm"
 
 
 def judge_inputs(stage: str) -> list[str]:
@@ -94,13 +110,14 @@ def judge_inputs(stage: str) -> list[str]:
     if stage == "grpo":
         llm = bool((yaml.safe_load(Path(config["model"]["grpo_recipe"]).read_text()) or {}).get("use_llm_judge"))
     else:
-        llm = stage in config["judge"]["llm_stages"]
+        llm = uses_llm_judge(stage)
     judge = config["judge"]
-    return [judge["scorer"], *([judge["rubric"], judge["prompts"]] if llm else [])]
+    scorer = (config["eval"].get("judge") or {}).get("scorer") if stage == "eval" else None
+    return [scorer or judge["scorer"], *([judge["rubric"], judge["prompts"]] if llm else [])]
 
 
 def cell_judge_inputs(wildcards) -> list[str]:
-    """Only execution cells are scored (the Scorer, and the LLM judge when `eval` is in judge.llm_stages); repair and
+    """Only execution cells are scored (the Scorer, and the LLM judge when eval.judge names one); repair and
     SWE cells never call the judge, so an edit of the rubric or the Scorer leaves them alone."""
     return judge_inputs("eval") if wildcards.cell.split("__")[2] == "execution" else []
 

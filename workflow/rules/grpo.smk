@@ -5,6 +5,7 @@ rule grpo:
         references=rules.validate_tasks.output.expert,
         recipe=lookup(dpath="model/grpo_recipe", within=config),
         judge=judge_inputs("grpo"),
+        judge_check=judge_gate(),
     output:
         model=directory(f"{RUN}/models/grpo/final"),
         metrics=f"{RUN}/models/grpo/metrics.jsonl",

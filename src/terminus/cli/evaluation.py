@@ -50,7 +50,7 @@ def eval_command(
     refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
     # group=False: eval has always scored each episode alone, whatever judge.group says
     with scorer_from_config(
-        cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs, group=False
+        cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs, group=False, stage="eval"
     ) as scorer:
         try:
             if cell:

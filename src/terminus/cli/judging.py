@@ -13,7 +13,7 @@ from terminus.config import stamp
 from terminus.errors import TerminusError
 from terminus.io import read_jsonl, write_json_atomic, write_jsonl_atomic
 from terminus.judge.setup import judge_cache_dir, judge_from_config, scorer_from_config
-from terminus.judge.validity import validity_report
+from terminus.judge.validity import LABELS, load_labels, validity_report
 
 
 @app.command("judge")
@@ -57,9 +57,15 @@ def judge_validity(
     tasks: Path = typer.Option(..., help="Their task file."),
     out: Path = typer.Option(None, help="Report (default results/<run>/judge/validity.json)."),
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `judge` section)."),
+    llm: bool = typer.Option(
+        False, "--llm", help="The LLM judge must run (an error if the config names none, or most replies are unread)."
+    ),
+    llm_pairs: int = typer.Option(None, min=1, help="Pairs the LLM judge scores (default: judge.validity_llm_pairs)."),
+    labels: Path = typer.Option(LABELS, help="Human-labelled pairs (*.jsonl); agreement is reported when any exist."),
 ) -> None:
-    """How often each scorer ranks a correct episode above a corrupted copy; LLM judge vs fact checker."""
-    from terminus.tasks.record import TaskFileError, load_tasks
+    """How often each scorer ranks a correct episode above a corrupted copy; LLM judge vs fact checker; agreement of
+    each with people's labels."""
+    from terminus.tasks.record import Task, TaskFileError, load_tasks
 
     run = _run(config)
     cfg = run.config
@@ -79,10 +85,22 @@ def judge_validity(
         )
     elif not judge_cfg.get("endpoint"):
         note = "No LLM judge configured (judge.endpoint and judge.serve are null): fact checker only."
+    if llm and not judge_cfg.get("endpoint") and not judge_cfg.get("serve"):
+        raise TerminusError("judge-validity --llm: the config names no LLM judge (judge.endpoint or judge.serve)")
+    fields = Task.__dataclass_fields__
+    rows = [r | {"task": Task(**{k: v for k, v in r["task"].items() if k in fields})} for r in load_labels(labels)]
+    pairs = llm_pairs or judge_cfg["validity_llm_pairs"]
     with judge_from_config(cfg, judge_cache_dir(cfg)) as judge:
         report = validity_report(
-            records, task_map, judge, llm_pairs=judge_cfg["validity_llm_pairs"], seed=cfg.get("seed", 0), note=note
+            records, task_map, judge, llm_pairs=pairs, seed=cfg.get("seed", 0), note=note, labels=rows
         )
     report.update(stamp(cfg))
+    scored = report["llm_judge"]
+    if llm and scored["n"] and scored["unparseable_pairs"] > scored["n"] / 2:
+        write_json_atomic(out, report)
+        raise TerminusError(
+            f"judge-validity --llm: {scored['unparseable_pairs']} of {scored['n']} pairs got an unreadable judge "
+            f"reply ({scored['model']}); GRPO would train on the fact checker alone (report: {out})"
+        )
     write_json_atomic(out, report)
     typer.echo(json.dumps(report, indent=1))

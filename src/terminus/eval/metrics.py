@@ -1,4 +1,8 @@
-"""Per-cell metrics with 95% bootstrap intervals, and paired differences against the No-Subagent baseline."""
+"""Per-cell metrics with 95% bootstrap intervals, and paired differences against the No-Subagent baseline.
+
+METRICS is in ranking order: subagents are ranked by the main agent's outcomes (resolve rate, then its cost in tokens
+and turns); the judge score and the fact checker's figures come after, to explain a ranking, never to decide one (the
+judge is a model, and the training reward is one too)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,9 @@
 A reply is parsed tolerantly (code fences, prose around the JSON, trailing commas, bare scores); a reply that
 still cannot be read is retried, then recorded as unparseable: counted, never a silent 0, never a crash.
 Calls are cached on disk by a hash of (model, messages) and run at most `concurrency` at a time. Group mode
-scores the G rollouts of one prompt in one call, relative to each other (as ART's RULER does), for GRPO.
+scores the G rollouts of one prompt relative to each other (as ART's RULER does), for GRPO, in chunks of at most
+GROUP_CHUNK candidates a call, the chunks of one group at once. The reply budget (`max_tokens`) follows from the
+rubric's size: dimensions x candidates a call x tokens a dimension's reply takes (`reply_tokens`).
 """
 
 from __future__ import annotations
@@ -25,12 +27,17 @@ import yaml
 from terminus.config import ROOT
 from terminus.errors import TerminusError
 from terminus.io import write_json_atomic
+from terminus.judge.evidence import render_episode
 from terminus.judge.rubric import Rubric
 from terminus.models.openai_compat import MissingKeyError, OpenAIPolicy, PolicyError, api_key_from_env, endpoint_limits
 
 log = logging.getLogger(__name__)
 DEFAULT_PROMPTS = ROOT / "configs" / "judge" / "prompts.yaml"
-OUTPUT_CHARS = 800  # of each command's output shown to the judge (head and tail)
+GROUP_CHUNK = 4  # candidates per group call: 8 x 12 dimensions with reasons did not fit one reply
+# One dimension's reply: `"name": {"reason": "<at most REASON_CHARS characters>", "score": n}`. The prompt caps the
+# reason; tests/judge/test_judge_evidence.py tokenizes the worst case (the costliest text of real answers) against
+# judge.reply_tokens.
+REASON_CHARS = 160
 
 
 class JudgeError(TerminusError, RuntimeError):
@@ -50,28 +57,6 @@ class JudgeResult:
     attempts: int = 0
     cached: bool = False
     raw: str = ""
-
-
-def render_episode(trajectory: dict) -> str:
-    """Commands with exit codes and truncated output, then the final answer, as the judge sees an episode."""
-    outputs = [m.get("content") or "" for m in trajectory.get("messages", []) if m.get("role") == "tool"]
-    lines = []
-    for i, turn in enumerate(trajectory.get("turns", [])):
-        out = outputs[i] if i < len(outputs) else ""
-        if len(out) > OUTPUT_CHARS:
-            half = OUTPUT_CHARS // 2
-            out = f"{out[:half]}\n... [{len(out) - OUTPUT_CHARS} characters cut] ...\n{out[-half:]}"
-        flag = " (timed out)" if turn.get("timed_out") else ""
-        lines.append(f"$ {turn['command']}{flag}\n{out}")
-    answer = trajectory.get("final_answer")
-    if answer:
-        body = "\n".join(f"Command: {e.get('command', '')}\nSummary: {e.get('summary', '')}" for e in answer)
-        lines.append(f"Final answer:\n{body}")
-    else:
-        lines.append(f"Final answer: none (episode ended with {trajectory.get('termination')})")
-    for note in trajectory.get("notes") or []:
-        lines.append(f"Note: {note}")
-    return "\n\n".join(lines)
 
 
 def _json_candidates(text: str) -> list[str]:
@@ -153,6 +138,12 @@ def parse_dimensions(obj: object, rubric: Rubric) -> tuple[dict[str, float], dic
     return scores, reasons
 
 
+def reply_tokens(rubric: Rubric, candidates: int, per_dimension: int, reasoning: int = 0) -> int:
+    """The longest reply a call can need: every dimension of every candidate with its reason, plus what a reasoning
+    model spends before it answers."""
+    return len(rubric.dimensions) * candidates * per_dimension + reasoning
+
+
 class LLMJudge:
     def __init__(
         self,
@@ -172,8 +163,10 @@ class LLMJudge:
         max_retries: int | None = None,
         api: str | None = None,
         reasoning: bool | None = None,
+        output_chars: int = 800,
     ) -> None:
         self.rubric = rubric
+        self.output_chars = output_chars  # of each command's output shown (head and tail), beside the grounding
         self.model = model
         self.cache_namespace = cache_namespace  # e.g. a digest of a local model's weights: same name, new model
         self.retries = retries
@@ -183,7 +176,8 @@ class LLMJudge:
         self._lock = threading.Lock()
         raw = yaml.safe_load(Path(prompts or DEFAULT_PROMPTS).read_text())
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
-        env.globals["render"] = render_episode
+        env.globals["render"] = lambda episode: render_episode(episode, self.output_chars)
+        env.globals["reason_chars"] = REASON_CHARS
         self.templates = {k: env.from_string(raw[k]) for k in ("system", "single", "group")}
         if policy is None:  # the key is checked here, before any episode is scored
             try:
@@ -256,6 +250,15 @@ class LLMJudge:
         return JudgeResult(scores, reasons, self.rubric.combine(scores), False, attempts, cached, raw[-2000:])
 
     def score_group(self, query: str, reference: dict | None, candidates: list[dict]) -> list[JudgeResult]:
+        """The candidates in chunks of at most GROUP_CHUNK, scored at once (within `concurrency`), in order."""
+        chunks = [candidates[i : i + GROUP_CHUNK] for i in range(0, len(candidates), GROUP_CHUNK)]
+        if len(chunks) <= 1:
+            return self._score_chunk(query, reference, candidates)
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(chunks))) as pool:
+            results = pool.map(lambda chunk: self._score_chunk(query, reference, chunk), chunks)
+            return [r for chunk in results for r in chunk]
+
+    def _score_chunk(self, query: str, reference: dict | None, candidates: list[dict]) -> list[JudgeResult]:
         messages = self._messages("group", query=query, reference=reference or {}, candidates=candidates)
 
         def parse(text: str) -> list[tuple[dict, dict]]:

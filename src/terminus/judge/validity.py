@@ -8,6 +8,12 @@ run, a trivial claim, tool-call markup in the answer, the facts stated where no 
 run. A pair counts as ranked right when the scorer gives the correct episode a strictly higher score. Agreement: the
 share of pairs on which the LLM judge and the fact checker prefer the same episode (an unparseable verdict prefers
 neither).
+
+Corruptions test each scorer against the project's own idea of wrong; people's labels do not share it. A labels file
+(configs/judge/labels/*.jsonl) holds one row a line: `task` (its id, language, source, repo, task_type, query and
+facts), `candidate` and `reference` (trajectories), `label` (`correct`: the main agent can act on the candidate's
+answer; `incorrect`: it cannot), `who` labelled it and `why`. Each scorer's verdict on a row is `correct` when it
+scores the candidate at least PASS; its label agreement is the share of rows whose verdict is the label.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from pathlib import Path
 
 from terminus.agent.parsing import render_final_answer
 from terminus.config import ROOT
+from terminus.errors import TerminusError
+from terminus.io import read_jsonl
 from terminus.judge.llm import LLMJudge
 from terminus.judge.scorer import Scorer
 
@@ -38,6 +46,16 @@ CORRUPTIONS = (
     "ungrounded_facts",
     "wrong_command",
 )
+LABELS = ROOT / "configs" / "judge" / "labels"
+LABEL_FIELDS = ("task", "candidate", "reference", "label", "who", "why")
+VERDICTS = ("correct", "incorrect")
+PASS = 0.5  # a score at least this: the scorer finds the answer correct
+
+
+class LabelError(TerminusError, ValueError):
+    pass
+
+
 MARKUP = '<tool_call>\n{"name": "run_in_terminal", "arguments": {"command": "cat README.md"}}\n</tool_call>'
 PADDING = (
     " Overall the run went through the usual stages of the toolchain, and it is worth noting that the output "
@@ -171,6 +189,7 @@ def validity_report(
     llm_pairs: int | None = None,
     seed: int = 0,
     note: str = "",
+    labels: list[dict] | None = None,
 ) -> dict:
     references = {t["task_id"]: t for t in trajectories}
     facts_only = Scorer(tasks=tasks, references=references)
@@ -221,9 +240,49 @@ def validity_report(
             "cache_hits": judge.hits,
         }
         report["agreement"] = round(agree / len(chosen), 4)
+    if labels:
+        report["labels"] = label_agreement(labels, judge)
     if note:
         report["note"] = repo_relative(note)
     return report
+
+
+def load_labels(folder: Path = LABELS) -> list[dict]:
+    """Every row of the folder's *.jsonl files, checked; [] when there are none."""
+    rows = []
+    for path in sorted(Path(folder).glob("*.jsonl")):
+        for n, row in enumerate(read_jsonl(path), 1):
+            missing = [k for k in LABEL_FIELDS if not row.get(k)]
+            if missing:
+                raise LabelError(f"{path}:{n}: a label row needs {', '.join(missing)}")
+            if row["label"] not in VERDICTS:
+                raise LabelError(f"{path}:{n}: label {row['label']!r} is not one of {', '.join(VERDICTS)}")
+            rows.append(row | {"file": repo_relative(str(path))})
+    return rows
+
+
+def label_agreement(rows: list[dict], judge: LLMJudge | None) -> dict:
+    """Per scorer, the share of labelled rows whose verdict (score >= PASS) is the label; the LLM judge's only with
+    a judge (an unparseable verdict agrees with no label). Each row's `task` is a Task (`tasks.record`)."""
+    fc_agree, llm_agree, unparseable = 0, 0, 0
+    for row in rows:
+        task = row["task"]  # a Task, made by the caller (judge may not import tasks)
+        candidate = row["candidate"] | {"task_id": task.id}
+        scorer = Scorer(tasks={task.id: task}, references={task.id: row["reference"]})
+        verdict = "correct" if scorer.score([candidate])[0]["reward"] >= PASS else "incorrect"
+        fc_agree += verdict == row["label"]
+        if judge is not None:
+            judged = judge.score(task.query, row["reference"], candidate)
+            unparseable += judged.unparseable
+            llm = None if judged.unparseable else ("correct" if judged.score >= PASS else "incorrect")
+            llm_agree += llm == row["label"]
+    return {
+        "n": len(rows),
+        "files": sorted({row["file"] for row in rows}),
+        "fact_checker": round(fc_agree / len(rows), 4),
+        "llm_judge": None if judge is None else round(llm_agree / len(rows), 4),
+        "llm_unparseable": unparseable if judge is not None else None,
+    }
 
 
 def repo_relative(text: str) -> str:
