@@ -139,7 +139,7 @@ def record_fields(cls: type, **overrides: Spec) -> dict:
     """The field spec of a record dataclass (`Trajectory`, `EvalRecord`), from its type hints; `overrides` for the
     fields whose hint says less than the readers need (`messages: list[dict]`)."""
     hints = typing.get_type_hints(cls)
-    return {f.name: overrides[f.name] if f.name in overrides else _spec(hints[f.name]) for f in dataclasses.fields(cls)}
+    return {f.name: overrides.get(f.name, _spec(hints[f.name])) for f in dataclasses.fields(cls)}
 
 
 def required_fields(cls: type) -> tuple[str, ...]:

@@ -49,6 +49,8 @@ def run_command(
     max_copy_mb: int = copy_cap_option(),
 ) -> None:
     """Run one command in a sandbox over a copy of REPO and print what the terminal tool returns."""
+    if not command.strip():
+        raise TerminusError("the command is empty: give a shell command to run, e.g. terminus run 'pytest -q'")
     if sandbox and sandbox not in BACKENDS:
         raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     with make_sandbox(SandboxSpec(sandbox), repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:

@@ -37,7 +37,8 @@ def judge_command(
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
         records = read_jsonl(trajectories, trajectory.FIELDS, required=("id", "task_id"))
-        refs = {r["task_id"]: r for r in read_jsonl(references, trajectory.FIELDS, required=("task_id",))} if references else {}
+        refs = read_jsonl(references, trajectory.FIELDS, required=("task_id",)) if references else []
+        refs = {r["task_id"]: r for r in refs}
     except (TaskFileError, FileNotFoundError) as err:
         raise TerminusError(str(err)) from err
     # a bad judge.scorer is a ScorerConfigError: OneLineErrors prints it in one line, before any judge is served

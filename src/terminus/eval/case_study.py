@@ -24,7 +24,9 @@ def pick_task(records: list[dict], subagent: str, main_agent: str | None = None)
     candidates = []
     for (sub, task_id), r in by.items():
         base = by.get(("none", task_id))
-        if sub != subagent or base is None or r.get("resolved") != base.get("resolved") or r.get("error") or base.get("error"):
+        if sub != subagent or base is None or r.get("resolved") != base.get("resolved"):
+            continue
+        if r.get("error") or base.get("error"):
             continue
         real = r.get("source", SYNTHETIC) != SYNTHETIC
         candidates.append((real, base["main_agent_tokens"] - r["main_agent_tokens"], task_id))

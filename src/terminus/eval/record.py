@@ -73,7 +73,10 @@ SUBAGENT_CALL = {
     "query": (str, None),
     "description": (str, None),
     "commands": ([str], None),
-    "turns": ([{"command": str, "exit_code": (int, None), "timed_out": (bool, None), "duration_s": (float, None)}], None),
+    "turns": (
+        [{"command": str, "exit_code": (int, None), "timed_out": (bool, None), "duration_s": (float, None)}],
+        None,
+    ),
     "answer": (str, None),
     "termination": (str, None),
 }
