@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -190,3 +191,17 @@ def test_export_of_a_folder_with_no_model_is_one_error_line(tmp_path):
 def test_run_of_a_blank_command_is_one_error_line(tmp_path):
     result = CliRunner().invoke(app, ["run", "--sandbox", "local", "--repo", str(tmp_path), "  "])
     _refused(result, "the command is empty")
+
+
+@pytest.mark.parametrize("where", ["a folder", "an unwritable folder"])
+def test_exec_checks_its_trajectory_path_before_the_run(tmp_path, where):
+    """`exec --trajectory` is written after every turn and at the end: a path it cannot write is refused before the
+    subagent runs, not after (the run was lost to IsADirectoryError)."""
+    (tmp_path / "test_a.py").write_text("def test_a():\n    assert False\n")
+    target = tmp_path / "out" if where == "a folder" else Path("/proc/terminus-episode.json")
+    if where == "a folder":
+        target.mkdir()
+    args = ["exec", "--repo", str(tmp_path), "--query", "run the tests", "--sandbox", "local"]
+    result = CliRunner().invoke(app, [*args, "--trajectory", str(target)])
+    line = _refused(result, f"--trajectory {target}", "is a folder" if where == "a folder" else "cannot write in")
+    assert result.output.strip().splitlines() == [line]  # nothing ran: no answer, no cost line
