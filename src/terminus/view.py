@@ -34,7 +34,6 @@ from terminus.eval import record as eval_record
 from terminus.io import check_record, read_jsonl
 from terminus.judge import verdict as verdict_record
 from terminus.judge.facts import required_facts
-from terminus.tasks.record import load_tasks
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +107,8 @@ def _kind(record: dict) -> str | None:
 
 def _tasks(path: Path | None) -> dict[str, tuple[str, dict]]:
     """task id -> (task type, facts), from a task file (read and checked as every stage reads one)."""
+    from terminus.tasks.record import load_tasks  # jsonschema: seconds, only when a task file is shown
+
     if path is None or not path.is_file():
         return {}
     return {t.id: (t.task_type, t.facts) for t in load_tasks(path)}
