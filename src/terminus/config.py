@@ -29,6 +29,82 @@ class ConfigError(TerminusError, ValueError):
     pass
 
 
+# How many nodes a config or recipe may hold with its aliases expanded. The largest shipped config has a few
+# thousand; a "billion laughs" file (anchors of aliases of anchors) has billions, which YAML loads as shared objects
+# in a blink and everything after (schema validation, the hash, filling in `{run}`) then walks one by one.
+MAX_YAML_NODES = 200_000
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses a document whose aliases expand past MAX_YAML_NODES, or refer to
+    themselves, before anything is built from it."""
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None:
+            size = _expanded_size(node, {}, set())
+            if size > MAX_YAML_NODES:
+                raise ConfigError(
+                    f"{self.name}: its aliases expand to over {MAX_YAML_NODES:,} nodes ({size:,}); refusing to load it"
+                )
+        return node
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_: set[int]) -> int:
+    """The node count of `node` with every alias expanded, in time linear in the document (each shared node is
+    counted once and its size reused). Iterative: a deeply nested file must not exhaust the stack."""
+    stack = [(node, False)]
+    while stack:
+        current, children_done = stack.pop()
+        key = id(current)
+        if key in sizes:
+            continue
+        children = [] if isinstance(current, yaml.ScalarNode) else current.value
+        if isinstance(current, yaml.MappingNode):
+            children = [n for pair in children for n in pair]
+        if children_done:
+            open_.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            continue
+        if key in open_:
+            raise ConfigError(f"{current.start_mark.name}: an alias refers to the node that holds it; refusing it")
+        open_.add(key)
+        stack.append((current, True))
+        stack += [(c, False) for c in children if id(c) not in sizes]
+    return sizes[id(node)]
+
+
+def load_yaml(path: Path | str, what: str = "file"):
+    """A config or recipe file's content, read as every project file is: UTF-8, safe YAML, aliases bounded. Errors
+    (a missing file, bytes that are not UTF-8, a syntax error, an alias bomb) are one ConfigError naming the file."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path} does not exist") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{what} {path} is not UTF-8 text (byte {err.start + 1})") from None
+    except OSError as err:
+        raise ConfigError(f"cannot read {what} {path}: {err.strerror}") from None
+    try:
+        return yaml.load(text, Loader=_loader(str(path)))  # a SafeLoader
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(f"{what} {path} is not valid YAML: {err.problem or err.context}{where}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{what} {path} is not valid YAML: {' '.join(str(err).split())}") from None
+
+
+def _loader(name: str):
+    def make(stream):
+        loader = _BoundedLoader(stream)
+        loader.name = name
+        return loader
+
+    return make
+
+
 def _with_defaults(validator_class):
     import jsonschema
 
@@ -90,10 +166,9 @@ def load_config(path: Path | str | None = None) -> dict:
     path = Path(path or DEFAULT).expanduser().absolute()
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+    raw = load_yaml(path, "config file") or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path} holds {type(raw).__name__}, not a mapping of settings")
     filled = fill_defaults(raw, str(path))
     config = _fill_run(filled, filled["run"])
     # Hashed before paths become absolute, so the same config has the same hash on every machine and checkout.

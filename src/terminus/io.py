@@ -4,10 +4,16 @@ code: every room may use it.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
+import types
+import typing
+from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from terminus.errors import TerminusError
 
 
 def write_text_atomic(path: Path | str, text: str) -> None:
@@ -33,19 +39,145 @@ def write_jsonl_atomic(path: Path | str, records: list[dict]) -> None:
     write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records))
 
 
-def read_jsonl(path: Path | str) -> list[dict]:
-    """Every record of a JSON-lines file; a missing file or a broken line is an error naming the file and line."""
+class RecordError(TerminusError, ValueError):
+    """A JSON-lines file holds a line that is not a record of the kind its reader expects."""
+
+
+# A field spec, as `read_jsonl` checks it: a type, or a tuple of alternatives (None for null); `[spec]` a list whose
+# items match spec; `{name: spec}` an object whose fields, those present, match theirs; `{str: spec}` an object whose
+# every value matches spec. `object` matches anything.
+Spec = type | tuple | list | dict | None
+_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "an object",
+          list: "a list", type(None): "null"}  # fmt: skip
+
+
+def read_jsonl(
+    path: Path | str, fields: dict | Callable[[dict], dict | None] | None = None, *, required: Iterable[str] = ()
+) -> list[dict]:
+    """Every record of a JSON-lines file, each checked as it is read: a missing file is FileNotFoundError; a line
+    that is not UTF-8, not JSON, not an object, lacks a `required` field or has a field of the wrong type (`fields`:
+    a spec, or a function of the record giving one) is a RecordError naming the file, the line and the problem.
+
+    Strict: no line is skipped. (Readers that resume a half-written log, where a kill may have cut the last line,
+    read it themselves: collect's `.part` files, SFT's live metrics log.) Lines are split at newlines only, not at
+    the other line breaks `str.splitlines` knows, which JSON strings may hold raw (U+2028, form feed)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
     records = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{number} is not valid JSON: {err.msg}") from None
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise RecordError(f"{path}:{number} is not UTF-8 text (byte {err.start + 1} of the line)") from None
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise RecordError(f"{path}:{number} is not valid JSON: {err.msg} (column {err.colno})") from None
+        records.append(check_record(record, fields(record) if callable(fields) else fields, f"{path}:{number}",
+                                    required))  # fmt: skip
     return records
+
+
+def check_record(record: object, fields: dict | None, where: str, required: Iterable[str] = ()) -> dict:
+    """`record` if it is a JSON object with the `required` fields and `fields`' types; else RecordError at `where`."""
+    if not isinstance(record, dict):
+        raise RecordError(f"{where} is {_name(record)}, not a JSON object (one record per line)")
+    missing = [name for name in required if name not in record]
+    if missing:
+        raise RecordError(f"{where} has no field {', '.join(repr(m) for m in missing)}")
+    problem = _mismatch(record, fields or {}, "")
+    if problem:
+        raise RecordError(f"{where}: {problem}")
+    return record
+
+
+def _mismatch(value: object, spec: Spec, at: str) -> str | None:
+    """Why `value` does not match `spec` (naming the field by its path `at`), or None when it does."""
+    if spec is object:
+        return None
+    if isinstance(spec, dict):
+        if not isinstance(value, dict):
+            return _wrong(value, spec, at)
+        if str in spec:  # a mapping: every value matches spec[str]
+            spec = dict.fromkeys(value, spec[str])
+        for name, sub in spec.items():
+            if name in value:
+                problem = _mismatch(value[name], sub, f"{at}.{name}" if at else name)
+                if problem:
+                    return problem
+        return None
+    if isinstance(spec, list):
+        if not isinstance(value, list):
+            return _wrong(value, spec, at)
+        for i, item in enumerate(value):
+            problem = _mismatch(item, spec[0], f"{at}[{i}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(spec, tuple):
+        problems = [_mismatch(value, alternative, at) for alternative in spec]
+        if not all(problems):
+            return None
+        for alternative, problem in zip(spec, problems, strict=True):  # a list whose item is wrong: name the item
+            if _shape(alternative) is type(value):
+                return problem
+        return _wrong(value, spec, at)
+    kind = type(None) if spec is None else spec
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):  # JSON's 1 is a float's 1.0
+        return None
+    return None if isinstance(value, kind) else _wrong(value, spec, at)
+
+
+def _shape(spec: Spec) -> type:
+    return dict if isinstance(spec, dict) else list if isinstance(spec, list) else type(None) if spec is None else spec
+
+
+def record_fields(cls: type, **overrides: Spec) -> dict:
+    """The field spec of a record dataclass (`Trajectory`, `EvalRecord`), from its type hints; `overrides` for the
+    fields whose hint says less than the readers need (`messages: list[dict]`)."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: overrides.get(f.name, _spec(hints[f.name])) for f in dataclasses.fields(cls)}
+
+
+def required_fields(cls: type) -> tuple[str, ...]:
+    """The fields a record dataclass has no default for."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.default is f.default_factory is dataclasses.MISSING)
+
+
+def _spec(hint: object) -> Spec:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return tuple(_spec(a) for a in args)
+    if origin is list or hint is list:
+        return [_spec(args[0]) if args else object]
+    if origin is dict or hint is dict:
+        return dict
+    if dataclasses.is_dataclass(hint):
+        return record_fields(hint)
+    if hint is type(None):
+        return None
+    return hint if hint in _NAMES else object
+
+
+def _wrong(value: object, spec: Spec, at: str) -> str:
+    return f"field {at!r} is {_name(value)}, expected {_expected(spec)}"
+
+
+def _expected(spec: Spec) -> str:
+    if isinstance(spec, tuple):
+        return " or ".join(dict.fromkeys(_expected(s) for s in spec))
+    if isinstance(spec, dict):
+        return "an object"
+    if isinstance(spec, list):
+        return "a list"
+    return _NAMES.get(type(None) if spec is None else spec, getattr(spec, "__name__", str(spec)))
+
+
+def _name(value: object) -> str:
+    return _NAMES.get(type(value), type(value).__name__)
 
 
 def append_jsonl(path: Path | str, record: dict) -> None:

@@ -15,12 +15,9 @@ server stopping) kills its running command and removes its sandbox at once. Over
 
 from __future__ import annotations
 
-import hmac
-import json
 import logging
 import os
 import signal
-import socket
 import threading
 import time
 import uuid
@@ -33,13 +30,16 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import CallToolResult, ErrorData, JSONRPCError, TextContent
+from pydantic import Field, ValidationError
 
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
 from terminus.agent.trajectory import Trajectory
 from terminus.collect.runner import split_timings
 from terminus.io import append_jsonl
+from terminus.mcp_http import HEADER_TIMEOUT_S, LOOPBACK, listen, serve_http  # noqa: F401 - LOOPBACK: the CLI's
 from terminus.models import make_policy
 from terminus.models.openai_compat import api_key_from_env
 from terminus.runspec import SandboxSpec
@@ -273,161 +273,42 @@ def build_server(service: SubagentService) -> MCPServer:
     return server
 
 
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
+# JSON-RPC 2.0's codes for a line that is not JSON, and for JSON that is no JSON-RPC message
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
 
-class BearerTokenRequired:
-    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`; anything else is a 401
-    before the MCP app sees it. Lifespan events pass through (the app's session manager starts in them)."""
-
-    def __init__(self, app, token: str) -> None:
-        self.app = app
-        self.token = token.encode()
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "http" and not self._authorized(scope):
-            body = b'{"error": "unauthorized: send Authorization: Bearer <the token terminus mcp printed>"}'
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                        (b"www-authenticate", b'Bearer realm="terminus mcp"'),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
-            return
-        await self.app(scope, receive, send)
-
-    def _authorized(self, scope) -> bool:
-        given = [value for name, value in scope.get("headers", []) if name.lower() == b"authorization"]
-        if len(given) != 1:
-            return False
-        scheme, _, credential = given[0].partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token)
+def error_reply(error: Exception) -> JSONRPCError:
+    """The standard reply to a line the stdio transport could not read as a message (the SDK hands the reader's
+    exception on, and drops it): a parse error, or an invalid request with its id where one can be told."""
+    problems = error.errors() if isinstance(error, ValidationError) else []
+    if not problems or any(p["type"] == "json_invalid" for p in problems):
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message="Parse error"))
+    ids = [p["input"].get("id") for p in problems if isinstance(p.get("input"), dict)]
+    request_id = next((i for i in ids if isinstance(i, str | int) and not isinstance(i, bool)), None)
+    error = ErrorData(code=INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message")
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
 
 
-MAX_PARSED_BODY = 1 << 20  # a tools/call is a query and a description: larger bodies pass through unread
+async def serve_stdio(server: MCPServer) -> None:
+    """`MCPServer.run("stdio")`, with a reply to each malformed line: the SDK's stdio transport passes the reader's
+    exception to the session, which only logs it, so a client that sent a broken request waited for ever."""
+    lowlevel = server._lowlevel_server  # what run("stdio") drives; the SDK has no hook for the exceptions
+    async with stdio_server() as (read_stream, write_stream):
+        forward, received = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
+        async def relay() -> None:
+            async with forward:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        log.info("a line on stdin is no JSON-RPC message: %s", item)
+                        await write_stream.send(SessionMessage(error_reply(item)))
+                    else:
+                        await forward.send(item)
 
-class CancelOnDisconnect:
-    """ASGI middleware: a client that drops a request's connection before its response is complete has given
-    up on it, but the MCP SDK keeps running the handler (and its sandbox) to the end. Here the request's own
-    session is sent `notifications/cancelled` for it, the protocol's cancellation, as if the client had sent it."""
-
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
-        buffered, more = [], True
-        size = 0
-        while more and size <= MAX_PARSED_BODY:
-            message = await receive()
-            buffered.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            more = message.get("more_body", False)
-        request_id = None if more else _request_id(b"".join(m.get("body", b"") for m in buffered))
-        state = {"disconnected": False, "complete": False}
-
-        async def replay():
-            if buffered:
-                return buffered.pop(0)
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                state["disconnected"] = True
-            return message
-
-        async def watch_send(message) -> None:
-            if message["type"] == "http.response.body" and not message.get("more_body", False):
-                state["complete"] = True
-            await send(message)
-
-        try:
-            await self.app(scope, replay, watch_send)
-        finally:
-            if state["disconnected"] and not state["complete"] and request_id is not None:
-                with anyio.CancelScope(shield=True):
-                    await self._cancel(scope, request_id)
-
-    async def _cancel(self, scope, request_id) -> None:
-        session = dict(scope["headers"]).get(b"mcp-session-id")
-        if session is None:
-            return
-        log.info("the client dropped request %s of session %s: cancelling it", request_id, session.decode())
-        body = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "method": "notifications/cancelled",
-                "params": {"requestId": request_id, "reason": "the client disconnected"},
-            }
-        ).encode()
-        replaced = (b"content-length", b"content-type", b"accept")
-        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in replaced]
-        headers += [
-            (b"content-type", b"application/json"),
-            (b"accept", b"application/json, text/event-stream"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        delivered = False
-
-        async def receive():
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return {"type": "http.disconnect"}
-
-        async def discard(message) -> None:
-            pass
-
-        try:
-            await self.app(dict(scope, headers=headers), receive, discard)
-        except Exception as err:  # the session may be gone already; then so is the call
-            log.warning("could not cancel request %s after the client disconnected: %s", request_id, err)
-
-
-def _request_id(body: bytes):
-    """The JSON-RPC id of a request that may be cancelled (not `initialize`), else None."""
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(message, dict) or message.get("method") in (None, "initialize"):
-        return None
-    request_id = message.get("id")
-    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
-
-
-def listen(host: str, port: int) -> socket.socket:
-    """The HTTP transport's socket, bound before anything is announced: a taken port is one clear error."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as err:
-        sock.close()
-        raise OSError(f"cannot listen on {host} port {port} ({err.strerror}); choose another --http PORT") from None
-    sock.listen(128)
-    return sock
-
-
-def serve_http(server: MCPServer, sock: socket.socket, token: str) -> None:
-    """Streamable HTTP on the bound socket, path /mcp, behind the bearer token; a dropped call is cancelled."""
-    import uvicorn
-
-    host = sock.getsockname()[0]
-    app = BearerTokenRequired(CancelOnDisconnect(server.streamable_http_app(host=host)), token)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
+        async with anyio.create_task_group() as group:
+            group.start_soon(relay)
+            await lowlevel.run(received, write_stream, lowlevel.create_initialization_options())
+            group.cancel_scope.cancel()
 
 
 def serve(
@@ -436,10 +317,11 @@ def serve(
     host: str = "127.0.0.1",
     token: str = "",
     on_listening: Callable[[], None] | None = None,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
 ) -> None:
     """Serve until the client closes stdin, or a SIGTERM/SIGINT; then stop what is still running. Over HTTP
-    (`http_port`), every request needs `token` (see `BearerTokenRequired`); `on_listening` runs once the port is
-    bound."""
+    (`http_port`), every request needs `token` (see `BearerTokenRequired`) and its headers within
+    `header_timeout_s`; `on_listening` runs once the port is bound."""
     if http_port is not None and not token:
         raise ValueError("the HTTP transport needs a token")
     service = SubagentService(settings, make_server_policy(settings))
@@ -461,8 +343,8 @@ def serve(
         signal.signal(signum, stop)
     try:
         if http_port is None:
-            server.run("stdio")
+            anyio.run(serve_stdio, server)
         else:
-            serve_http(server, sock, token)
+            serve_http(server, sock, token, header_timeout_s)
     finally:
         service.stop_all()

@@ -28,7 +28,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from terminus.agent import trajectory
 from terminus.errors import TerminusError
+from terminus.eval import record as eval_record
+from terminus.io import check_record, read_jsonl
+from terminus.judge import verdict as verdict_record
 from terminus.judge.facts import required_facts
 
 log = logging.getLogger(__name__)
@@ -67,29 +71,32 @@ class Section:
 
 # -- reading ---------------------------------------------------------------------------------------------------
 def _records(path: Path) -> list[dict]:
-    text = path.read_text(errors="replace")
+    """The records of a trajectories or eval file, each checked against its kind's field types (`_fields`): a line
+    the pages could not show is an error naming the file and the line, never a traceback halfway through."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""  # read_jsonl names the line
     stripped = text.strip()
-    if not stripped:
-        return []
     if stripped.startswith("{") and "\n{" not in stripped:  # one JSON object (exec --trajectory) or one line
         try:
-            return [json.loads(stripped)]
+            record = json.loads(stripped)
         except json.JSONDecodeError:
             pass
-    rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ViewError(f"{path}:{number} is not a JSON line ({err.msg})") from None
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+        else:
+            line = text[: text.index("{")].count("\n") + 1  # where the object starts
+            return [check_record(record, _fields(record), f"{path}:{line}")]
+    return read_jsonl(path, _fields)
+
+
+def _fields(record: dict) -> dict | None:
+    kind = _kind(record) if isinstance(record, dict) else None
+    return trajectory.FIELDS if kind == "trajectory" else eval_record.FIELDS if kind == "eval" else None
 
 
 def _kind(record: dict) -> str | None:
+    if not isinstance(record, dict):
+        return None
     schema = str(record.get("schema", ""))
     if schema.startswith(TRAJECTORY) or ("messages" in record and "turns" in record):
         return "trajectory"
@@ -99,14 +106,12 @@ def _kind(record: dict) -> str | None:
 
 
 def _tasks(path: Path | None) -> dict[str, tuple[str, dict]]:
-    """task id -> (task type, facts), from a task file (JSON lines of Task records)."""
+    """task id -> (task type, facts), from a task file (read and checked as every stage reads one)."""
+    from terminus.tasks.record import load_tasks  # jsonschema: seconds, only when a task file is shown
+
     if path is None or not path.is_file():
         return {}
-    out = {}
-    for row in _records(path):
-        if "id" in row and "facts" in row:
-            out[row["id"]] = (row.get("task_type", ""), row["facts"])
-    return out
+    return {t.id: (t.task_type, t.facts) for t in load_tasks(path)}
 
 
 def _facts(verdict: dict | None, task: tuple[str, dict] | None) -> dict | None:
@@ -130,7 +135,8 @@ def load(path: Path, verdicts: Path | None = None, tasks: Path | None = None) ->
     tasks = tasks or next((run / t for t in RUN_TASKS if run and (run / t).is_file()), None)
     verdicts = verdicts or next((run / v for v in RUN_VERDICTS if run and (run / v).is_file()), None)
     task_facts = _tasks(tasks)
-    by_trajectory = {v.get("trajectory_id"): v for v in _records(verdicts)} if verdicts and verdicts.is_file() else {}
+    verdict_rows = read_jsonl(verdicts, verdict_record.FIELDS) if verdicts and verdicts.is_file() else []
+    by_trajectory = {v.get("trajectory_id"): v for v in verdict_rows}
 
     files: list[tuple[Path, str]] = []
     if path.is_dir():

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from terminus.io import record_fields, required_fields
+
 SCHEMA = "terminus.trajectory/1"
 TERMINATIONS = ("final_answer", "turn_limit", "timeout_forced", "input_forced", "format_error", "budget", "crash")
 
@@ -47,6 +49,19 @@ class Trajectory:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# What the readers of trajectory files (judge, judge-validity, sft-data, tiny-model, view) check on every line
+# (`terminus.io.read_jsonl`): the record's own types, and the messages' fields that they read.
+MESSAGE = {
+    "role": str,
+    "content": (str, None),
+    "name": (str, None),
+    "tool_call_id": (str, None),
+    "tool_calls": ([{"function": {"name": str, "arguments": (str, dict)}}], None),
+}
+FIELDS = record_fields(Trajectory, messages=[MESSAGE], final_answer=([{"command": str, "summary": str}], None))
+REQUIRED = required_fields(Trajectory)
 
 
 def command_brief(turn: Turn | dict) -> dict:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +39,31 @@ from terminus.sandbox import default_backend, make_sandbox
 from terminus.train.tiny import build_tiny_model, corpus_texts
 
 DEMO_PROJECT = ROOT / "examples" / "demo-project"
+# What a terminal obeys rather than prints: C0 controls but tab and newline (ESC among them), DEL, and the C1
+# controls U+0080-U+009F (U+009B is CSI, U+009D OSC to many terminals). A model's answer, and the command output it
+# quotes, may hold any of them: an OSC 52 sequence writes the user's clipboard, others set the window title or
+# clear the screen. The sandbox strips ESC sequences from output, not C1, and a model's own text is never stripped.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_C1 = re.compile(r"[\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """`text` safe to print on a terminal: each control character as a visible escape (ESC as `^[`, DEL as `^?`,
+    C1 as `\\x9b`), tab and newline kept. Only what is printed: files written keep the exact text."""
+    return _CONTROLS.sub(_visible, text)
+
+
+def _visible(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x20 or code == 0x7F:
+        return "^" + chr(code ^ 0x40)
+    return f"\\x{code:02x}"
+
+
+def shown_json(payload: dict) -> str:
+    """`payload` as JSON safe to print: json.dumps escapes C0 controls itself; DEL and C1 become \\u escapes too,
+    so the JSON reads back the same."""
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(payload, ensure_ascii=False))
 
 
 @app.command("run")
@@ -49,10 +76,12 @@ def run_command(
     max_copy_mb: int = copy_cap_option(),
 ) -> None:
     """Run one command in a sandbox over a copy of REPO and print what the terminal tool returns."""
+    if not command.strip():
+        raise TerminusError("the command is empty: give a shell command to run, e.g. terminus run 'pytest -q'")
     if sandbox and sandbox not in BACKENDS:
         raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     with make_sandbox(SandboxSpec(sandbox), repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
-        typer.echo(observation(box.run(command, timeout)))
+        typer.echo(shown(observation(box.run(command, timeout))))
 
 
 @app.command("demo")
@@ -67,12 +96,12 @@ def demo(sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap
         traj = ExecutionSubagent(make_policy("scripted"), box, AgentConfig(max_turns=TURN_LIMIT)).run(query)
     tool_outputs = [m["content"] for m in traj.messages if m["role"] == "tool"]
     for turn, output in zip(traj.turns, tool_outputs, strict=False):
-        typer.echo(f"$ {turn.command}    # timeout {turn.timeout_ms} ms, took {turn.duration_s:.2f} s")
-        typer.echo("\n".join(f"  | {line}" for line in excerpt(output.splitlines())) + "\n")
+        typer.echo(shown(f"$ {turn.command}    # timeout {turn.timeout_ms} ms, took {turn.duration_s:.2f} s"))
+        typer.echo(shown("\n".join(f"  | {line}" for line in excerpt(output.splitlines())) + "\n"))
     raw = sum(len(o) for o in tool_outputs)
     answer = answer_text(traj)
     typer.echo(f"termination: {traj.termination}; the subagent saw {raw} characters of output and returns:\n")
-    typer.echo(answer)
+    typer.echo(shown(answer))
 
 
 class Progress:
@@ -104,7 +133,7 @@ class Progress:
 
     def command(self, command: str) -> None:
         self.waiting = False
-        self.activity = "$ " + command.splitlines()[0] if command.strip() else "$ (empty command)"
+        self.activity = "$ " + shown(command.splitlines()[0]) if command.strip() else "$ (empty command)"
         self._draw()  # now, so that a command quicker than a redraw is still seen
 
     def message(self, message: dict) -> None:
@@ -136,7 +165,7 @@ def verbose_printer(stream=None) -> Callable[[dict], None]:
     stream = stream or sys.stderr
 
     def show(message: dict) -> None:
-        role, text = message.get("role"), (message.get("content") or "").rstrip()
+        role, text = message.get("role"), shown((message.get("content") or "").rstrip())
         if role == "system":
             print(f"[system prompt, {len(text):,} characters]", file=stream)
         elif role == "user":
@@ -150,7 +179,8 @@ def verbose_printer(stream=None) -> Callable[[dict], None]:
                 calls = []
             for call in calls:
                 args = call.arguments if isinstance(call.arguments, dict) else {}
-                print(f"$ {args.get('command', call.arguments)}    # timeout {args.get('timeout_ms')} ms", file=stream)
+                command = shown(str(args.get("command", call.arguments)))
+                print(f"$ {command}    # timeout {args.get('timeout_ms')} ms", file=stream)
         elif role == "tool":
             print("\n".join(f"  | {line}" for line in excerpt(text.splitlines())) + "\n", file=stream)
         stream.flush()
@@ -163,6 +193,20 @@ def excerpt(lines: list[str], keep: int = 12) -> list[str]:
     if len(lines) <= keep:
         return lines
     return [*lines[:6], f"... ({len(lines) - 10} lines) ...", *lines[-4:]]
+
+
+def check_output_file(path: Path, flag: str) -> None:
+    """Before any work: `path` can be written as a file (written atomically: a temporary file beside it, renamed), so
+    that a run is never lost to a bad output path at its end. (The lead may merge this with cli/support.py's.)"""
+    if path.is_dir():
+        raise TerminusError(f"{flag} {path} is a folder: give a file name, e.g. {path / 'episode.json'}")
+    if not path.parent.is_dir():
+        raise TerminusError(f"{flag} {path}: the folder {path.parent} does not exist")
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"):
+            pass
+    except OSError as err:
+        raise TerminusError(f"{flag} {path}: cannot write in {path.parent} ({err.strerror})") from None
 
 
 def _price(policy: str, model: str | None, price_in, price_out, prices: Path | None):
@@ -218,8 +262,8 @@ def exec_subagent(
         raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     if prices is not None and not prices.is_file():
         raise TerminusError(f"--prices {prices} does not exist")
-    if trajectory is not None and not trajectory.parent.is_dir():
-        raise TerminusError(f"--trajectory {trajectory}: the folder {trajectory.parent} does not exist")
+    if trajectory is not None:
+        check_output_file(trajectory, "--trajectory")
     price = _price(policy, model, price_in, price_out, prices)
     if max_cost is not None and price is None:
         why = f"no price is listed for model {model!r}" if policy == "openai" else f"the {policy} policy has none"
@@ -253,13 +297,13 @@ def exec_subagent(
         with progress or contextlib.nullcontext():
             traj = agent.run(query, description, save_to=trajectory)
     if traj.termination == "crash":  # e.g. the endpoint went away: one line, non-zero exit
-        raise TerminusError(f"the episode crashed: {traj.error}")
+        raise TerminusError(f"the episode crashed: {shown(str(traj.error))}")
     cost = cost_summary(traj, price, policy in ("transformers", "vllm"))
     if as_json:
-        typer.echo(json.dumps(traj.to_dict() | {"cost": cost}, ensure_ascii=False))
+        typer.echo(shown_json(traj.to_dict() | {"cost": cost}))
     else:
-        typer.echo(answer_text(traj))
-        typer.echo(f"\n{cost_line(cost)}")
+        typer.echo(shown(answer_text(traj)))
+        typer.echo(shown(f"\n{cost_line(cost)}"))
 
 
 @app.command("tiny-model")

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import typer
 
+from terminus.agent import trajectory
 from terminus.cli import _run, app, support
 from terminus.collect.provenance import file_sha256
 from terminus.config import stamp
 from terminus.errors import TerminusError
+from terminus.eval import record as eval_record
 from terminus.eval.case_study import case_study
 from terminus.eval.metrics import summarise, write_csv
 from terminus.io import read_jsonl, write_json_atomic
@@ -47,7 +49,8 @@ def eval_command(
     check_models(cfg["eval"], cell or None)
     inputs = {"config_hash": cfg["_hash"], "tasks_sha256": file_sha256(tasks), "no_llm": no_llm}
     resume = {"force": force, "retry_failed": retry_failed, "provenance": inputs}
-    refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
+    refs = read_jsonl(references, trajectory.FIELDS, required=("task_id",)) if references else []
+    refs = {r["task_id"]: r for r in refs}
     # group=False: eval has always scored each episode alone, whatever judge.group says
     with scorer_from_config(
         cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs, group=False, stage="eval"
@@ -96,7 +99,7 @@ def case_study_command(
     """Serilog-style side by side: main-agent tokens, turns, terminal calls; the subagent's commands and summary."""
 
     try:
-        study = case_study(read_jsonl(records), task, subagent)
+        study = case_study(read_jsonl(records, eval_record.FIELDS, required=eval_record.REQUIRED), task, subagent)
     except (FileNotFoundError, ValueError) as err:
         raise TerminusError(str(err)) from err
     write_json_atomic(out, study)

@@ -22,6 +22,7 @@ import typer
 from terminus.agent.template import CHAT_KWARGS, CHAT_TEMPLATE
 from terminus.cli.support import TURN_LIMIT, copy_cap_bytes, copy_cap_option, seconds
 from terminus.errors import TerminusError
+from terminus.mcp_http import HEADER_TIMEOUT_S
 from terminus.models.openai_compat import MissingKeyError, PolicyError
 from terminus.models.serve import free_port, vllm_server
 from terminus.runspec import SandboxSpec
@@ -69,6 +70,11 @@ def mcp_command(
         None, min=1, max=65535, help="Serve streamable HTTP on HOST:PORT (path /mcp) instead of stdio."
     ),
     host: str = typer.Option("127.0.0.1", help="Address --http listens on (default: loopback only)."),
+    header_timeout: float = typer.Option(
+        HEADER_TIMEOUT_S,
+        help="With --http: seconds a connection has to send a request's headers before it is closed.",
+        callback=seconds(0.1),
+    ),
     token_env: str = typer.Option(
         None,
         help="With --http: the variable holding the bearer token clients must send (default: a fresh token, "
@@ -129,7 +135,7 @@ def mcp_command(
             typer.echo(f"terminus mcp: clients must send Authorization: Bearer {token}", err=True)
 
     try:
-        serve(settings, http_port=http, host=host, token=token, on_listening=announce)
+        serve(settings, http_port=http, host=host, token=token, on_listening=announce, header_timeout_s=header_timeout)
     except (ValueError, PolicyError, MissingKeyError, OSError) as err:
         raise TerminusError(str(err)) from err
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from terminus.agent import trajectory
 from terminus.cli import _run, app
 from terminus.cli.support import REQUEST_TIMEOUT_HELP, RETRIES_HELP, override_endpoint_limits, seconds
 from terminus.config import stamp
@@ -35,8 +36,9 @@ def judge_command(
     cfg = override_endpoint_limits(_run(config).config, "judge", request_timeout, max_retries)
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
-        records = read_jsonl(trajectories)
-        refs = {r["task_id"]: r for r in read_jsonl(references)} if references else {}
+        records = read_jsonl(trajectories, trajectory.FIELDS, required=("id", "task_id"))
+        refs = read_jsonl(references, trajectory.FIELDS, required=("task_id",)) if references else []
+        refs = {r["task_id"]: r for r in refs}
     except (TaskFileError, FileNotFoundError) as err:
         raise TerminusError(str(err)) from err
     # a bad judge.scorer is a ScorerConfigError: OneLineErrors prints it in one line, before any judge is served
@@ -72,7 +74,8 @@ def judge_validity(
     out = out or run.run_dir / "judge" / "validity.json"
     try:
         task_map = {t.id: t for t in load_tasks(tasks)}
-        records = [r for r in read_jsonl(trajectories) if r.get("task_id") in task_map]
+        records = read_jsonl(trajectories, trajectory.FIELDS, required=("id", "task_id"))
+        records = [r for r in records if r["task_id"] in task_map]
     except (TaskFileError, FileNotFoundError) as err:
         raise TerminusError(str(err)) from err
     judge_cfg = cfg["judge"]

@@ -11,7 +11,7 @@ import typer
 
 from terminus.cli import BACKENDS, _run, app
 from terminus.cli.support import TURN_LIMIT
-from terminus.config import stamp
+from terminus.config import load_yaml, stamp
 from terminus.errors import TerminusError
 from terminus.train.export import export
 
@@ -58,6 +58,10 @@ def trl_argv(stage: str, args: list[str]) -> list[str]:
             raise TerminusError(f"{flag} needs a recipe file, e.g. --recipe configs/{stage}/tiny.yaml")
         if not Path(value).is_file():
             raise TerminusError(f"--recipe {value} does not exist (the recipes are configs/{stage}/*.yaml)")
+        # read here as every project file is read (UTF-8, safe YAML, aliases bounded), so that a broken recipe is one
+        # line before TRL's parser, which reads it again and would print a YAML traceback or walk an alias bomb
+        if not isinstance(load_yaml(value, "--recipe"), dict):
+            raise TerminusError(f"--recipe {value} is not a mapping of TRL keys to values")
         out += ["--config", value]
     return out
 
@@ -87,6 +91,11 @@ def export_command(
     """Merge, save and verify: vLLM, loading the export, scores a fixed episode as the trained model does."""
     if not model.is_dir():
         raise TerminusError(f"--model {model} does not exist")
+    if not any((model / name).is_file() for name in ("config.json", "adapter_config.json")):
+        raise TerminusError(
+            f"--model {model} holds no model (no config.json or adapter_config.json): give the folder a training "
+            "run saved its model or adapter in"
+        )
     check = export(model, out, base=base, counts=counts, recipes=recipe, summary=summary, check_vllm=not no_vllm)
     if check["match"] is False:
         raise TerminusError(

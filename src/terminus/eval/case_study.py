@@ -9,6 +9,9 @@ SYNTHETIC = "synthetic"
 
 def _repair(records: list[dict], main_agent: str | None) -> dict[tuple[str, str], dict]:
     rows = [r for r in records if r["benchmark"] == "repair"]
+    for r in rows:  # a repair episode has a main agent, and so its token count; without one, no saving can be told
+        if r.get("main_agent_tokens") is None:
+            raise ValueError(f"the repair record {r['key']} has no main_agent_tokens (null)")
     if main_agent is None and rows:  # the first main agent in the records (the config's first)
         main_agent = rows[0]["main_agent"]
     return {(r["subagent"], r["task_id"]): r for r in rows if r["main_agent"] == main_agent}
@@ -21,7 +24,9 @@ def pick_task(records: list[dict], subagent: str, main_agent: str | None = None)
     candidates = []
     for (sub, task_id), r in by.items():
         base = by.get(("none", task_id))
-        if sub != subagent or base is None or r["resolved"] != base["resolved"] or r.get("error") or base.get("error"):
+        if sub != subagent or base is None or r.get("resolved") != base.get("resolved"):
+            continue
+        if r.get("error") or base.get("error"):
             continue
         real = r.get("source", SYNTHETIC) != SYNTHETIC
         candidates.append((real, base["main_agent_tokens"] - r["main_agent_tokens"], task_id))
@@ -48,10 +53,10 @@ def case_study(
     def side(r: dict) -> dict:
         return {
             "main_agent_tokens": r["main_agent_tokens"],
-            "main_agent_turns": r["main_agent_turns"],
-            "direct_terminal_calls": r["direct_terminal_calls"],
-            "subagent_calls": r["subagent_calls"],
-            "resolved": bool(r["resolved"]),
+            "main_agent_turns": r.get("main_agent_turns"),
+            "direct_terminal_calls": r.get("direct_terminal_calls"),
+            "subagent_calls": r.get("subagent_calls"),
+            "resolved": bool(r.get("resolved")),
         }
 
     return {
@@ -62,14 +67,14 @@ def case_study(
         "without_subagent": side(without),
         "with_subagent": side(with_)
         | {
-            "subagent_commands": sum(len(e["commands"]) for e in with_["subagent_episodes"]),
+            "subagent_commands": sum(len(e.get("commands") or []) for e in with_["subagent_episodes"]),
             "rerun_rate": with_.get("rerun_rate"),
             "calls": [
                 {
-                    "query": e["query"],
-                    "commands": e["commands"],
-                    "summary": e["answer"],
-                    "summary_tokens": counter.text(e["answer"]),
+                    "query": e.get("query"),
+                    "commands": e.get("commands") or [],
+                    "summary": e.get("answer") or "",
+                    "summary_tokens": counter.text(e.get("answer") or ""),
                 }
                 for e in with_["subagent_episodes"]
             ],

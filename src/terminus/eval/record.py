@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from terminus.io import record_fields, required_fields
+
 SCHEMA = "terminus.eval/1"
 
 
@@ -67,3 +69,22 @@ class SweRecord(MainAgentRecord):
     fail_to_pass: dict = field(default_factory=dict)
     pass_to_pass: dict = field(default_factory=dict)
     model_patch: str = ""
+
+
+# What the readers of eval records (`terminus view`, `terminus case-study`) check on every line
+# (`terminus.io.read_jsonl`): the record's own types, and those of the subagent calls and direct commands it holds.
+SUBAGENT_CALL = {
+    "query": (str, None),
+    "description": (str, None),
+    "commands": ([str], None),
+    "turns": (
+        [{"command": str, "exit_code": (int, None), "timed_out": (bool, None), "duration_s": (float, None)}],
+        None,
+    ),
+    "answer": (str, None),
+    "termination": (str, None),
+}
+FIELDS = record_fields(
+    SweRecord, subagent_episodes=[SUBAGENT_CALL], direct_commands=[{"command": str, "after": (int, None)}]
+)
+REQUIRED = required_fields(EvalRecord)

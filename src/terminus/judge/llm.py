@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
-import yaml
 
-from terminus.config import ROOT
+from terminus.config import ROOT, load_yaml
 from terminus.errors import TerminusError
 from terminus.io import write_json_atomic
 from terminus.judge.evidence import render_episode
@@ -174,7 +173,7 @@ class LLMJudge:
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.hits = self.misses = self.unparseable = 0
         self._lock = threading.Lock()
-        raw = yaml.safe_load(Path(prompts or DEFAULT_PROMPTS).read_text())
+        raw = load_yaml(prompts or DEFAULT_PROMPTS, "judge prompts")
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
         env.globals["render"] = lambda episode: render_episode(episode, self.output_chars)
         env.globals["reason_chars"] = REASON_CHARS

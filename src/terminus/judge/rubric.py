@@ -6,9 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from terminus.config import ROOT
+from terminus.config import ROOT, ConfigError, load_yaml
 from terminus.errors import TerminusError
 
 DEFAULT_RUBRIC = ROOT / "configs" / "judge" / "rubric.yaml"
@@ -73,9 +71,9 @@ class Rubric:
 def load_rubric(path: Path | str | None = None) -> Rubric:
     path = Path(path or DEFAULT_RUBRIC)
     try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise RubricError(f"cannot read rubric {path}: {err}") from None
+        raw = load_yaml(path, "rubric")
+    except ConfigError as err:
+        raise RubricError(str(err)) from None
     if (
         not isinstance(raw, dict)
         or not isinstance(raw.get("quality"), dict)

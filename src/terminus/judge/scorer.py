@@ -7,10 +7,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from terminus.agent.parsing import parse_final_answer
-from terminus.config import ROOT
+from terminus.config import ROOT, ConfigError, load_yaml
 from terminus.errors import TerminusError
 from terminus.judge.facts import answer_text, check
 from terminus.judge.llm import JudgeResult, LLMJudge
@@ -44,9 +42,11 @@ class ScorerConfig:
     def load(cls, path: Path | str | None = None) -> ScorerConfig:
         path = Path(path or DEFAULT_SCORER)
         try:
-            raw = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as err:
-            raise ScorerConfigError(f"cannot read scorer config {path}: {err}") from None
+            raw = load_yaml(path, "scorer config") or {}
+        except ConfigError as err:
+            raise ScorerConfigError(str(err)) from None
+        if not isinstance(raw, dict):
+            raise ScorerConfigError(f"scorer config {path} is not a mapping of settings")
         weights = raw.get("weights") or {}
         unknown = set(weights) - {"judge", "fact_recall", "fact_precision"}
         if unknown:

@@ -15,8 +15,10 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminus.agent import trajectory
 from terminus.agent.terminal import TERMINAL_TOOL
 from terminus.io import read_jsonl, write_json_atomic
+from terminus.judge import verdict as verdict_record
 from terminus.judge.facts import check, observations_of
 from terminus.tasks.record import Task, load_tasks
 from terminus.timing import model_view
@@ -98,13 +100,14 @@ def build_sft_dataset(
     from datasets import Dataset, DatasetDict
 
     tasks = {t.id: t for t in load_tasks(tasks_file)}
-    by_verdict = {v["trajectory_id"]: v for v in read_jsonl(verdicts)} if verdicts else {}
+    verdict_rows = read_jsonl(verdicts, verdict_record.FIELDS, required=verdict_record.REQUIRED) if verdicts else []
+    by_verdict = {v["trajectory_id"]: v for v in verdict_rows}
     rows: dict[str, list[dict]] = {"train": [], "validation": []}
     dropped: Counter = Counter()
     kept_tasks: list[Task] = []
     augmented = 0
     decisions: list[dict] = []
-    for traj in read_jsonl(trajectories):
+    for traj in read_jsonl(trajectories, trajectory.FIELDS, required=("id", "task_id", "messages")):
         task = tasks.get(traj.get("task_id"))
         if task is None:
             dropped["unknown task"] += 1

@@ -7,6 +7,7 @@ import json
 import logging
 from pathlib import Path
 
+from terminus.agent import trajectory
 from terminus.agent.template import install
 from terminus.determinism import deterministic_torch
 from terminus.io import read_jsonl
@@ -48,7 +49,7 @@ def corpus_texts(trajectories: Path) -> list[str]:
     two runs of one seed train the same tokenizer)."""
 
     texts = _seed_corpus()
-    for record in read_jsonl(trajectories):
+    for record in read_jsonl(trajectories, trajectory.FIELDS):
         messages = model_view(record.get("messages", []))
         texts += [m.get("content") or "" for m in messages]
         texts += [json.dumps(c) for m in messages for c in m.get("tool_calls") or []]
