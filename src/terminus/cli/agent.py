@@ -7,7 +7,6 @@ import json
 import re
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from terminus.cli.support import (
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,
     TURN_LIMIT,
+    check_output,
     copy_cap_bytes,
     copy_cap_option,
     endpoint_options,
@@ -195,20 +195,6 @@ def excerpt(lines: list[str], keep: int = 12) -> list[str]:
     return [*lines[:6], f"... ({len(lines) - 10} lines) ...", *lines[-4:]]
 
 
-def check_output_file(path: Path, flag: str) -> None:
-    """Before any work: `path` can be written as a file (written atomically: a temporary file beside it, renamed), so
-    that a run is never lost to a bad output path at its end. (The lead may merge this with cli/support.py's.)"""
-    if path.is_dir():
-        raise TerminusError(f"{flag} {path} is a folder: give a file name, e.g. {path / 'episode.json'}")
-    if not path.parent.is_dir():
-        raise TerminusError(f"{flag} {path}: the folder {path.parent} does not exist")
-    try:
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"):
-            pass
-    except OSError as err:
-        raise TerminusError(f"{flag} {path}: cannot write in {path.parent} ({err.strerror})") from None
-
-
 def _price(policy: str, model: str | None, price_in, price_out, prices: Path | None):
     if (price_in is None) != (price_out is None):
         raise TerminusError("--price-in and --price-out go together (dollars per million tokens in and out)")
@@ -263,7 +249,7 @@ def exec_subagent(
     if prices is not None and not prices.is_file():
         raise TerminusError(f"--prices {prices} does not exist")
     if trajectory is not None:
-        check_output_file(trajectory, "--trajectory")
+        check_output(trajectory, "--trajectory")  # written after every turn: a bad path must not cost the run
     price = _price(policy, model, price_in, price_out, prices)
     if max_cost is not None and price is None:
         why = f"no price is listed for model {model!r}" if policy == "openai" else f"the {policy} policy has none"
