@@ -319,6 +319,29 @@ def test_patch_from_tree_runs_nothing_the_tree_planted(tmp_path, swe_data):
         patch_from_tree(tree, inst.base_commit)
 
 
+def test_patch_from_tree_reads_no_repository_a_nested_git_names(tmp_path, swe_data):
+    """A nested `.git` file naming a host repository's git folder, or a link to one, made git read that repository
+    as a submodule (`Subproject commit <its HEAD>` in the patch): such folders are left out of the patch."""
+    root, _ = swe_data
+    inst = load_instances("swe-rebench-v2", dataset=str(root / "rebench-v2.jsonl"))[0]
+    host_repo = tmp_path / "host-repo"
+    git("init", "-q", str(host_repo), cwd=tmp_path)
+    (host_repo / "f").write_text("host\n")
+    git("add", "f", cwd=host_repo)
+    git("commit", "-qm", "host", cwd=host_repo)
+    head = git("rev-parse", "HEAD", cwd=host_repo).strip()
+    tree = tmp_path / "tree"
+    git("clone", "-q", str(root / "git" / "slugify"), str(tree), cwd=tmp_path)
+    git("apply", str(DATA / "repos" / "slugify" / "gold.patch"), cwd=tree)
+    (tree / "sub").mkdir()
+    (tree / "sub" / ".git").write_text(f"gitdir: {host_repo / '.git'}\n")
+    (tree / "sub2").mkdir()
+    (tree / "sub2" / ".git").symlink_to(host_repo / ".git")
+    patch = patch_from_tree(tree, inst.base_commit)
+    assert head not in patch and "Subproject" not in patch
+    assert "b/src/slug.js" in patch
+
+
 def test_patch_from_sandbox_runs_no_hook_and_follows_no_link(tmp_path, swe_data, case):
     """The agent's sandbox plants an fsmonitor in .git/config, and a `git` early on its PATH that swaps the diff
     file for a link to a host secret once the diff is written: the fsmonitor never runs, and the host refuses the

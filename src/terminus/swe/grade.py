@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from terminus.errors import TerminusError
-from terminus.sandbox import Limits, Sandbox, SandboxError, SandboxSpec, hostfs, make_sandbox
+from terminus.sandbox import Limits, Sandbox, SandboxError, SandboxSpec, fdtree, hostfs, make_sandbox
 from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
 from terminus.sandbox.tmproot import run_root
 from terminus.swe import testlog
@@ -480,7 +480,9 @@ def patch_from_tree(tree: Path, base_commit: str) -> str:
     `filter.X.clean` driver for its .gitattributes, a textconv, hooks) would run commands on the host. So the host
     never runs git with the tree's .git/ as its repository: a fresh git folder the host made fetches `base_commit`
     from it (upload-pack, which git keeps safe over untrusted repositories) and indexes the tree as its work tree.
-    The tree and its .git/ are left as they were."""
+    A `.git` below the top (a folder, a file naming a `gitdir:`, or a link) would make git read that repository as a
+    submodule, wherever it points on the host: the folders holding one are left out of the patch. The tree and its
+    .git/ are left as they were."""
     tree = Path(tree)
     dot_git = tree / ".git"
     if dot_git.is_symlink() or not dot_git.is_dir():
@@ -492,9 +494,16 @@ def patch_from_tree(tree: Path, base_commit: str) -> str:
         index = Path(scratch) / "index"
         work = (f"--work-tree={tree}",)
         _host_git(git_dir, *work, "read-tree", base_commit, cwd=tree, index=index)
-        _host_git(git_dir, *work, "add", "-A", cwd=tree, index=index)
+        _host_git(git_dir, *work, "add", "-A", "--", ".", *_nested_repositories(tree), cwd=tree, index=index)
         diff = ("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", base_commit)
         return _host_git(git_dir, *work, *diff, cwd=tree, index=index)
+
+
+def _nested_repositories(tree: Path) -> list[str]:
+    """`:(exclude)` pathspecs for each folder below the top of `tree` holding a `.git` entry (links not followed)."""
+    with fdtree.DirChain(tree) as chain:
+        nested = sorted({str(Path(rel).parent) for rel, _ in fdtree.walk(chain.root_fd) if Path(rel).name == ".git"})
+    return [f":(exclude,literal){rel}" for rel in nested if rel != "."]
 
 
 def patch_from_sandbox(box: Sandbox, inst: RepairInstance, workdir: str) -> str:
