@@ -9,10 +9,15 @@ waits. When every live episode is waiting (the others are running their commands
 With `tokens` (GRPO), each episode keeps its token sequence as generated (`models.generate.EpisodeTokens`): the
 generator gets those token ids as prompts, the loop is asked to answer now before the budget runs out, and an
 episode whose prompt outgrows the engine's context ends alone (a crash) while its batch goes on.
+
+No failure of one episode ends the batch: a generator that fails gives each waiting episode a GenerationError (its
+loop records a crash), and an episode whose own code raises one of the project's errors (a sandbox that fails to
+start or to close, an endpoint) ends as a crash record; only a bug (any other exception) is raised.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +25,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from terminus.agent.trajectory import Trajectory
+from terminus.errors import TerminusError
 from terminus.models.generate import EpisodeTokens
+
+log = logging.getLogger(__name__)
+
+
+class GenerationError(TerminusError, RuntimeError):
+    """The generator (the rollout's sampling engine or endpoint) failed for a whole batch: no outcome of the policy."""
 
 
 class Lockstep:
@@ -63,7 +75,10 @@ class Lockstep:
             if len(replies) != len(order):
                 raise RuntimeError(f"the generator returned {len(replies)} replies for {len(order)} conversations")
         except Exception as err:  # every waiting episode gets the error: its loop records a crash
-            replies = [err] * len(order)
+            log.warning("generation failed for %d episodes: %s", len(order), err, exc_info=True)
+            failure = GenerationError(f"the generator failed: {type(err).__name__}: {err}")
+            failure.__cause__ = err
+            replies = [failure] * len(order)
         self.generation_s += time.perf_counter() - start
         self.batch_sizes.append(len(order))
         self.results.update(zip(order, replies, strict=True))
@@ -123,6 +138,12 @@ def run_lockstep(
     def one(i: int) -> Trajectory:
         try:
             return episodes[i](policies[i])
+        except TerminusError as err:  # ours (a sandbox, an endpoint): this episode alone fails; a bug is raised
+            log.warning("episode %d of %s failed: %s", i, name or generator.name, err)
+            traj = Trajectory(id=f"{name or generator.name}#{i}", task_id=None, parent_id=None,
+                              policy=policies[i].name, query="")  # fmt: skip
+            traj.termination, traj.error = "crash", f"{type(err).__name__}: {err}"
+            return traj
         finally:
             lockstep.finished()
 

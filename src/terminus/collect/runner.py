@@ -32,10 +32,14 @@ from terminus.agent.trajectory import Trajectory
 from terminus.collect import provenance as prov
 from terminus.io import write_jsonl_atomic
 from terminus.runspec import SandboxSpec
-from terminus.sandbox import make_sandbox
+from terminus.sandbox import SandboxError, make_sandbox
 from terminus.tasks.record import Task, TaskFileError
 
 log = logging.getLogger(__name__)
+
+
+class TaskStartError(SandboxError):
+    """A task's sandbox did not start or its setup failed: nothing the policy did, so no outcome of the policy."""
 
 
 def run_episode(
@@ -49,22 +53,54 @@ def run_episode(
     query: str | None = None,
     parent_id: str | None = None,
     engine: dict | None = None,
+    fail_alone: bool = False,
 ) -> Trajectory:
     """One subagent episode on a task's snapshot, in the run's sandbox; manifest tasks run their setup first, in
-    their own image. `engine`: make_sandbox's engine options (docker's base_url)."""
-    with make_sandbox(sandbox.for_task(task.image), task.workspace_path(tasks_file), **(engine or {})) as box:
+    their own image. `engine`: make_sandbox's engine options (docker's base_url).
+
+    A sandbox that fails to start, or a setup command that fails, raises TaskStartError; with `fail_alone` (GRPO's
+    rollouts, where one broken task must not end the batch) it ends this episode alone instead: a `crash` record
+    whose error names TaskStartError (`start_failed`)."""
+    ident = trajectory_id or task.id
+    try:
+        box = make_sandbox(sandbox.for_task(task.image), task.workspace_path(tasks_file), **(engine or {}))
+    except SandboxError as err:
+        return _start_failed(task, ident, parent_id, policy, sandbox, f"its sandbox did not start: {err}", fail_alone)
+    with box:
         for command in task.setup:
-            result = box.run(command, 1800)
+            try:
+                result = box.run(command, 1800)
+            except SandboxError as err:
+                return _start_failed(task, ident, parent_id, policy, sandbox, f"setup `{command}`: {err}", fail_alone)
             if result.exit_code != 0:
-                raise RuntimeError(f"task {task.id}: setup `{command}` failed with exit code {result.exit_code}")
+                why = f"setup `{command}` failed with exit code {result.exit_code}"
+                return _start_failed(task, ident, parent_id, policy, sandbox, why, fail_alone)
         agent = ExecutionSubagent(policy, box, AgentConfig(max_turns=max_turns))
         return agent.run(
             query or task.query,
             task.description,
             task_id=task.id,
-            trajectory_id=trajectory_id or task.id,
+            trajectory_id=ident,
             parent_id=parent_id,
         )
+
+
+def _start_failed(task: Task, ident: str, parent_id, policy, sandbox: SandboxSpec, why: str, alone: bool):
+    err = TaskStartError(f"task {task.id}: {why}")
+    if not alone:
+        raise err
+    log.warning("episode %s: %s", ident, err)
+    traj = Trajectory(
+        id=ident, task_id=task.id, parent_id=parent_id, policy=getattr(policy, "name", ""), query=task.query,
+        description=task.description, backend=sandbox.backend or "",
+    )  # fmt: skip
+    traj.termination, traj.error = "crash", f"{type(err).__name__}: {err}"
+    return traj
+
+
+def start_failed(record: dict) -> bool:
+    """The episode never started: its sandbox or its task setup failed (`run_episode(..., fail_alone=True)`)."""
+    return record.get("termination") == "crash" and (record.get("error") or "").startswith("TaskStartError:")
 
 
 def check_workspaces(tasks: list[Task], tasks_file: Path) -> None:

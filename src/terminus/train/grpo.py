@@ -18,21 +18,20 @@ import contextlib
 import json
 import logging
 import os
-import statistics
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from terminus.agent.template import TemplateError, describe, install
-from terminus.collect.lockstep import run_lockstep
+from terminus.agent.template import install
 from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.config import resolve_model
 from terminus.determinism import deterministic_torch
 from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.setup import judge_cache_dir, scorer_from_config
-from terminus.models.generate import EpisodeTokens, TransformersGenerator, TRLVLLMGenerator
-from terminus.runspec import SandboxSpec, load_run
+from terminus.runspec import load_run
 from terminus.train import before_after as ba
+from terminus.train import infra
+from terminus.train.rollout import episode_calls, make_rollout, run_policy
 from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
 
 log = logging.getLogger(__name__)
@@ -75,6 +74,19 @@ class GRPOScriptArguments:
             "after GRPO, and write the paired difference with its 95%% interval to <output_dir>/before_after.json."
         },
     )
+    max_infra_failed_frac: float = field(
+        default=0.2,
+        metadata={"help": "Stop when this share of the episodes failed for want of a sandbox, a setup or an endpoint "
+                  "(judge included) over the last failure_window steps (they are kept out of the loss)."},
+    )  # fmt: skip
+    max_unparseable_frac: float = field(
+        default=0.2, metadata={"help": "Stop when this share of the judge's replies was unparseable (same window)."}
+    )
+    max_fallback_frac: float = field(
+        default=0.2,
+        metadata={"help": "Stop when this share of the rewards fell back to the fact checker alone (same window)."},
+    )
+    failure_window: int = field(default=5, metadata={"help": "Steps the failure shares are averaged over."})
     dry_run: bool = field(default=False, metadata={"help": "Parse and validate everything, train nothing."})
 
 
@@ -104,8 +116,14 @@ def grpo_trainer_class():
     from trl import GRPOTrainer
 
     class TerminusGRPOTrainer(GRPOTrainer):
+        guard: infra.InfraGuard | None = None
+
         def _generate_and_score_completions(self, inputs):
             output = super()._generate_and_score_completions(inputs)
+            mode = "train" if self.model.training else "eval"
+            if self.guard is not None:  # infra-failed episodes out of the loss; the step's shares logged, checked
+                infra.mask_dropped(output, self.guard.dropped(), self.accelerator)
+                self.guard.finish(self._metrics[mode], self.state.global_step)
             ratio = output.get("importance_sampling_ratio")
             if ratio is not None:
                 mask = output["completion_mask"]
@@ -118,7 +136,6 @@ def grpo_trainer_class():
                     self.vllm_importance_sampling_clip_min,
                     self.vllm_importance_sampling_clip_max,
                 )
-                mode = "train" if self.model.training else "eval"
                 for key, value in spread.items():
                     self._metrics[mode][f"sampling/importance_sampling_ratio/{key}"].append(value)
             return output
@@ -126,132 +143,12 @@ def grpo_trainer_class():
     return TerminusGRPOTrainer
 
 
-def make_generator(trainer, model, tokenizer, max_new_tokens: int):
-    """TRL's own vLLM engine when the recipe sets `use_vllm`, else batched transformers generation."""
-    if trainer.args.use_vllm:
-        return TRLVLLMGenerator(trainer, max_new_tokens)
-    return TransformersGenerator(
-        model,
-        tokenizer,
-        max_new_tokens,
-        temperature=trainer.args.temperature,
-        name="grpo",
-        chat_kwargs=trainer.chat_template_kwargs,  # the recipe's enable_thinking
-    )
-
-
-def episode_calls(
-    tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, sandbox, task_ids: list[str], tag: str
-):
-    """One episode per task id, as GRPO runs it: the task's query forwarded as is, the recipe's limits, in the
-    run's sandbox (a `SandboxSpec`)."""
-    from functools import partial
-
-    from terminus.collect.runner import run_episode
-
-    return [
-        partial(
-            run_episode,
-            tasks[task_id],
-            tasks_file,
-            sandbox=sandbox,
-            max_turns=script_args.max_turns,
-            trajectory_id=f"{task_id}@{tag}#{i}",
-        )
-        for i, task_id in enumerate(task_ids)
-    ]
-
-
-def run_policy(trainer, episodes: list, script_args: GRPOScriptArguments, name: str):
-    """The episodes in lockstep with the policy as it is now: TRL's vLLM engine (weights synced to this step, as
-    TRL's own rollout path syncs them) or batched transformers generation of the model being trained; each
-    episode kept as the token ids it sampled (`EpisodeTokens`)."""
-    from functools import partial
-
-    from trl.models.utils import unwrap_model_for_generation
-
-    if trainer.args.use_vllm and trainer.state.global_step != getattr(trainer, "_last_loaded_step", None):
-        trainer.vllm_generation.sync_weights()
-        trainer._last_loaded_step = trainer.state.global_step
-    # vLLM holds its own copy of the weights (synced by TRL); only transformers generation needs the model itself.
-    unwrap = (
-        contextlib.nullcontext(None)
-        if trainer.args.use_vllm
-        else unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator)
-    )
-    with unwrap as model:
-        generator = make_generator(trainer, model, trainer.processing_class, script_args.max_new_tokens)
-        # each episode is trained on the token ids it sampled, in the context it sampled them in
-        tokens = partial(
-            EpisodeTokens,
-            trainer.processing_class,
-            max_new_tokens=script_args.max_new_tokens,
-            max_completion_length=trainer.args.max_completion_length,
-            max_model_len=generator.max_model_len,
-            chat_kwargs=trainer.chat_template_kwargs,
-        )
-        return run_lockstep(episodes, generator, name=name, tokens=tokens)
-
-
-def make_rollout(tasks: dict, tasks_file: Path, script_args: GRPOScriptArguments, sandbox: SandboxSpec, observe=None):
-    """TRL's rollout function: each prompt's episode, run to its end in the run's sandbox, as one sample with its
-    loss mask. `observe`, when given, is called with each step's samples (the easy-reward check measures the step on
-    them)."""
-
-    def rollout(prompts: list, trainer) -> dict:
-        tokenizer = trainer.processing_class
-        step = trainer.state.global_step
-        ids = [prompt[-1]["task_id"] for prompt in prompts]
-        episodes = episode_calls(tasks, tasks_file, script_args, sandbox, ids, str(step))
-        budget = trainer.args.max_completion_length
-        run = run_policy(trainer, episodes, script_args, "grpo-policy")
-        out = {
-            "prompt_ids": [],
-            "completion_ids": [],
-            "logprobs": [] if trainer.args.use_vllm else None,
-            "env_mask": [],
-            "trajectory": [],
-        }
-        stats = {"turns": [], "timeouts": [], "format_errors": [], "final_answer": [], "truncated": []}
-        stats |= {"completion_tokens": [], "loss_mask_tokens": [], "prompt_overflow": []}
-        for traj, policy in zip(run.trajectories, run.policies, strict=True):
-            record = traj.to_dict()
-            sample = policy.tokens.sample(budget)
-            replies = sum(1 for m in record["messages"] if m["role"] == "assistant")
-            if replies and not any(sample["env_mask"]):
-                raise TemplateError(
-                    f"episode {traj.id}: none of the tokens of its {replies} replies carries loss "
-                    f"(chat template: {describe(tokenizer)}); GRPO would train on nothing"
-                )
-            for key in ("prompt_ids", "completion_ids", "env_mask"):
-                out[key].append(sample[key])
-            if out["logprobs"] is not None:
-                out["logprobs"].append(sample["logprobs"])
-            out["trajectory"].append(record)
-            stats["truncated"].append(float(sample["truncated"]))
-            stats["completion_tokens"].append(len(sample["completion_ids"]))
-            stats["loss_mask_tokens"].append(sum(sample["env_mask"]))
-            stats["prompt_overflow"].append(float("PromptTooLong" in (traj.error or "")))
-            stats["turns"].append(len(traj.turns))
-            stats["timeouts"].append(sum(t.timed_out for t in traj.turns))
-            stats["format_errors"].append(traj.format_errors)
-            stats["final_answer"].append(float(traj.termination == "final_answer"))
-        generated = sum(len(g.get("token_ids") or []) for p in run.policies for g in p.generated)
-        stats["generation_s"] = [run.generation_s]
-        stats["generated_tokens_per_s"] = [generated / max(run.generation_s, 1e-9)]
-        stats["batch_size"] = [statistics.fmean(run.batch_sizes or [0])]
-        mode = "train" if trainer.model.training else "eval"
-        for key, values in stats.items():
-            trainer._metrics[mode][f"episode/{key}"].append(statistics.fmean(values))
-        return out
-
-    def observed(prompts: list, trainer) -> dict:
-        out = rollout(prompts, trainer)
-        if observe is not None:
-            observe(out)
-        return out
-
-    return observed
+def thresholds(script_args: GRPOScriptArguments) -> dict[str, float]:
+    return {
+        "rollout/infra_failed_frac": script_args.max_infra_failed_frac,
+        "judge/unparseable_frac": script_args.max_unparseable_frac,
+        "judge/fallback_frac": script_args.max_fallback_frac,
+    }
 
 
 def build_dataset(tasks: list):
@@ -309,16 +206,22 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # the template SFT trained with
     dtype = model_args.dtype if model_args.dtype in (None, "auto") else getattr(torch, model_args.dtype)
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype)
+    # infra-failed episodes out of the loss, counted, and the run stopped past the recipe's thresholds (train.infra)
+    guard = infra.InfraGuard(training_args.num_generations, thresholds(script_args), script_args.failure_window)
+    skips = infra.TaskSkips(training_args.output_dir)
+    rewards = [infra.GuardedReward(f, guard) for f in reward_funcs or []]
+    rewards = rewards or [infra.GuardedReward(scorer, guard, scorer)]
     trainer = grpo_trainer_class()(
         model=model,
-        reward_funcs=reward_funcs or [scorer],
+        reward_funcs=rewards,
         args=training_args,
         train_dataset=build_dataset(tasks),
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        rollout_func=make_rollout(task_map, tasks_file, script_args, run.sandbox, observe),
+        rollout_func=make_rollout(task_map, tasks_file, script_args, run.sandbox, observe, guard, skips),
         callbacks=[MetricsJsonl(training_args.output_dir)],
     )
+    trainer.guard = guard
     with stack:
         seed = training_args.seed
         measure = Measure(trainer, model_id, task_map, tasks_file, script_args, run.sandbox, scorer, seed)
@@ -375,6 +278,10 @@ class Measure:
                 calls = episode_calls(self.tasks, self.tasks_file, self.args, self.sandbox, chunk, f"{tag}{start}")
                 run = run_policy(self.trainer, calls, self.args, f"grpo-{tag}")
                 records += [t.to_dict() for t in run.trajectories]
+            # a measurement is not a training step: an episode that could not run would count as a 0, so it stops
+            failed = next((r for r in records if infra.infra_failure(r)), None)
+            if failed is not None:
+                raise infra.InfraFailureError(f"GRPO's {tag} measurement: episode {failed['id']}: {failed['error']}")
             return records
 
         try:
