@@ -136,6 +136,7 @@ def too_large(source: Path, max_bytes: int, mode: str) -> str:
 
 def git_listing(source: Path) -> list[str] | None:
     """Paths (relative to `source`) git sees under it, or None when it is not inside a git work tree."""
+    source = Path(source).absolute()  # git runs in it (cwd) and is told of it (-C, GIT_WORK_TREE)
     kind = own_git(source)
     if kind is not None:
         paths = _private_listing(source, kind)
