@@ -55,9 +55,10 @@ def _parent_fd(root: Path, parts: list[str]) -> Iterator[int]:
         os.close(fd)
 
 
-def read_bytes(root: Path, rel: str | os.PathLike, limit: int | None = None) -> bytes:
-    """The bytes of the regular file `root/rel` (at most `limit`); FileNotFoundError when absent, UnsafePathError
-    when any component is a link or the file is not a regular file."""
+@contextlib.contextmanager
+def _regular_file(root: Path, rel: str | os.PathLike) -> Iterator[tuple[int, os.stat_result]]:
+    """(fd, fstat) of the regular file `root/rel`, opened without following a link at any depth and without blocking
+    on a FIFO; FileNotFoundError when absent, UnsafePathError for a link or anything but a regular file."""
     parts = _parts(rel)
     with _parent_fd(Path(root), parts) as parent:
         try:
@@ -71,16 +72,23 @@ def read_bytes(root: Path, rel: str | os.PathLike, limit: int | None = None) -> 
             if not stat.S_ISREG(info.st_mode):
                 raise UnsafePathError(f"{root}/{rel} is not a regular file; the host does not read it")
             os.set_blocking(fd, True)
-            chunks, size = [], 0
-            while limit is None or size < limit:
-                chunk = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit - size))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-            return b"".join(chunks)
+            yield fd, info
         finally:
             os.close(fd)
+
+
+def read_bytes(root: Path, rel: str | os.PathLike, limit: int | None = None) -> bytes:
+    """The bytes of the regular file `root/rel` (at most `limit`); FileNotFoundError when absent, UnsafePathError
+    when any component is a link or the file is not a regular file."""
+    with _regular_file(root, rel) as (fd, _):
+        chunks, size = [], 0
+        while limit is None or size < limit:
+            chunk = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
 
 
 def read_text(root: Path, rel: str | os.PathLike, errors: str = "strict") -> str:
@@ -141,32 +149,18 @@ def read_ends(root: Path, rel: str | os.PathLike, head: int, tail: int) -> tuple
     """(the first `head` bytes, how many bytes lie between, the last `tail` bytes) of the regular file `root/rel`,
     read without reading the middle, into buffers of their size: a file of at most `head + tail` bytes comes
     back whole as (content, 0, empty). Refuses a link or special file as `read_bytes` does."""
-    parts = _parts(rel)
-    with _parent_fd(Path(root), parts) as parent:
-        try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
-        except OSError as err:
-            if err.errno == errno.ELOOP:
-                raise UnsafePathError(f"{root}/{rel} is a symbolic link; the host does not follow it") from err
-            raise
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise UnsafePathError(f"{root}/{rel} is not a regular file; the host does not read it")
-            os.set_blocking(fd, True)
+    with _regular_file(root, rel) as (fd, info):
 
-            def fill(size: int, offset: int) -> bytearray:
-                buffer = bytearray(size)
-                view, done = memoryview(buffer), 0
-                while done < size and (count := os.preadv(fd, [view[done : done + (1 << 20)]], offset + done)):
-                    done += count
-                view.release()
-                del buffer[done:]  # a file that shrank meanwhile
-                return buffer
+        def fill(size: int, offset: int) -> bytearray:
+            buffer = bytearray(size)
+            view, done = memoryview(buffer), 0
+            while done < size and (count := os.preadv(fd, [view[done : done + (1 << 20)]], offset + done)):
+                done += count
+            view.release()
+            del buffer[done:]  # a file that shrank meanwhile
+            return buffer
 
-            if info.st_size <= head + tail:
-                return fill(info.st_size, 0), 0, bytearray()
-            first, last = fill(head, 0), fill(tail, info.st_size - tail)
-            return first, info.st_size - head - tail, last
-        finally:
-            os.close(fd)
+        if info.st_size <= head + tail:
+            return fill(info.st_size, 0), 0, bytearray()
+        first, last = fill(head, 0), fill(tail, info.st_size - tail)
+        return first, info.st_size - head - tail, last
