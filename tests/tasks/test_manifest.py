@@ -13,7 +13,7 @@ from terminus.models import make_policy
 from terminus.runspec import SandboxSpec, load_run
 from terminus.sandbox.docker import HOST_IMAGE
 from terminus.tasks.build import build_corpus
-from terminus.tasks.manifest import ManifestError, load_manifest
+from terminus.tasks.manifest import ManifestError, checkout, load_manifest
 from terminus.tasks.synthetic import generate
 
 
@@ -100,3 +100,23 @@ def test_manifest_task_runs_in_its_image(manifest, tmp_path, docker_engine):
     )
     verdict = check(traj.final_answer, task.facts, task.task_type, observations_of(traj.messages))
     assert verdict.recall == 1.0, (verdict.missing, traj.final_answer)  # the pinned (faulty) commit ran
+
+
+def test_a_manifest_snapshot_holds_its_commit_alone(manifest, tmp_path):
+    """The snapshot an agent's sandbox copies has no later commit, branch, tag or reflog (issue 40, "no future
+    history"): a full clone let `git log --all` show the fix."""
+    path, _ = manifest
+    (entry,) = yaml.safe_load(path.read_text())
+    repo = path.parent / entry["repo"]
+    git("tag", "v-fixed", cwd=repo)
+    fixed = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    within = tmp_path / "repos"
+    snap = checkout({**entry, "repo": str(repo)}, within / "ledger-1", within=within)
+
+    def out(*args):
+        return subprocess.run(["git", *args], cwd=snap, capture_output=True, text=True)
+
+    assert out("log", "--all", "--format=%H").stdout.split() == [entry["commit"]]
+    assert out("tag").stdout == "" and out("reflog").stdout.strip() == ""
+    assert out("cat-file", "-e", fixed).returncode != 0
+    assert (snap / "go.mod").is_file()

@@ -126,11 +126,16 @@ def checkout(entry: dict, dest: Path, within: Path) -> Path:
 
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    # The commit alone (issue 40, "no future history"): a clone would carry every later commit, branch and tag, and
+    # an agent can read the fix from `git log --all`. A shallow fetch of the one commit keeps its hash and tree.
     for command in (
-        ["git", "clone", "--quiet", entry["repo"], str(dest)],
-        ["git", "-C", str(dest), "checkout", "--quiet", entry["commit"]],
+        ["git", "init", "--quiet", "--template=", str(dest)],
+        ["git", "-C", str(dest), "fetch", "--quiet", "--no-tags", "--depth=1", entry["repo"], entry["commit"]],
+        ["git", "-C", str(dest), "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", "FETCH_HEAD"],
+        ["git", "-C", str(dest), "reflog", "expire", "--expire=all", "--all"],
     ):
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             raise ManifestError(f"{entry['id']}: `{' '.join(command)}` failed: {done.stderr.strip()[-300:]}")
+    (dest / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
     return dest
