@@ -99,6 +99,25 @@ def test_gaming_answers_earn_nothing_and_the_experts_keep_their_reward(expert, s
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.parametrize("scorer", CONFIGS)
+def test_a_judge_that_rates_every_answer_perfect_pays_no_gaming_answer(expert, scorer):
+    """The LLM judge's share is gated on grounded recall like precision: a judge persuaded by copied facts (every
+    dimension at its best) adds nothing to an answer whose facts no command printed."""
+    from terminus.judge.llm import JudgeResult
+
+    tasks_file, records = expert
+    tasks = {t.id: t for t in load_tasks(tasks_file)}
+    config = dataclasses.replace(ScorerConfig.load(ROOT / "configs" / "judge" / scorer), judge=0.4)
+    scoring = Scorer(tasks=tasks, config=config)
+    perfect = JudgeResult(scores={"faithfulness": 1.0}, score=1.0)
+    for record in records:
+        answers = variants(record)
+        assert scoring.verdict(answers["correct"], perfect)["reward"] >= 0.8
+        for kind in GAMING:
+            got = scoring.verdict(answers[kind], perfect)["reward"]
+            assert got <= 0.1, f"{record['task_id']}: {kind} earns {got} from a perfect judge"
+
+
 def _build_episode(command: str, output: str, summary: str) -> dict:
     arguments = json.dumps({"command": command})
     return {

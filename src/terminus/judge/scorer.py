@@ -140,9 +140,12 @@ class Scorer:
         use_judge = judged is not None and not judged.unparseable and c.judge > 0
         # Precision pays nothing without recall: one true trivial claim ("the build succeeded") and no required fact
         # was a third of the reward, and GRPO found it.
-        parts = [(c.fact_recall, fc.recall), (c.fact_precision, fc.precision if fc.recall > 0 else 0.0)]
+        # The LLM judge's score is gated the same way: a judge persuaded by copied facts or confident prose must not
+        # pay for an answer whose facts no command printed (with the paper's judge weight, it paid 0.4 of the reward).
+        grounded = fc.recall > 0
+        parts = [(c.fact_recall, fc.recall), (c.fact_precision, fc.precision if grounded else 0.0)]
         if use_judge:
-            parts.append((c.judge, judged.score))
+            parts.append((c.judge, judged.score if grounded else 0.0))
         weight = sum(w for w, _ in parts) or 1.0
         base = sum(w * v for w, v in parts) / weight
         hallucination = (
