@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -17,6 +18,10 @@ from terminus.sandbox import Limits, SandboxSpec, make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
 
 ROOT = Path(__file__).resolve().parents[1]
+# pytest removes old temp folders with shutil.rmtree, which recurses once per level: a tree 1,100 folders deep that a
+# sandbox test made (tests/security/test_copy_boundary.py), left by a killed run, would end every later session in a
+# RecursionError that hides its summary. terminus itself removes trees iteratively (sandbox/fdtree.py).
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 pytest_plugins = ["fault_endpoint"]  # the misbehaving endpoint of the fault tests
 
 # These flags keep dockerd from touching the host's network and firewall. Never start it without them.

@@ -39,13 +39,16 @@ def test_exec_prints_the_escapes_of_an_answer_as_visible_text(project, tmp_path)
     args = ["exec", "--repo", str(project), "--query", QUERY, "--sandbox", "local"]
     done = subprocess.run([*TERMINUS, *args, "--trajectory", str(saved)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "\\x9d52;c;cHduZWQ=\\x9c \\x9b2J" in done.stdout  # quoted, visibly
+    # The sandbox's output filter already drops C1 controls (sandbox/output.py), so the model read, and the
+    # answer quotes, what is left of the payload; what the terminal gets holds no control character either way.
+    assert "52;c;cHduZWQ= 2J" in done.stdout
     _clean(done.stdout + done.stderr)
-    assert PAYLOAD in json.dumps(json.loads(saved.read_text()), ensure_ascii=False)  # the file keeps the text
+    kept = json.dumps(json.loads(saved.read_text()), ensure_ascii=False)
+    assert "52;c;cHduZWQ= 2J" in kept and not OBEYED.search(kept.replace("\n", ""))  # as the model read it
 
     as_json = subprocess.run([*TERMINUS, *args, "--json"], capture_output=True, text=True, timeout=300)
     _clean(as_json.stdout)
-    assert PAYLOAD in json.dumps(json.loads(as_json.stdout), ensure_ascii=False)  # the same JSON value
+    assert "52;c;cHduZWQ= 2J" in json.dumps(json.loads(as_json.stdout), ensure_ascii=False)  # the same value
 
     verbose = subprocess.run([*TERMINUS, *args, "--verbose"], capture_output=True, text=True, timeout=300)
     _clean(verbose.stdout + verbose.stderr)
@@ -53,7 +56,7 @@ def test_exec_prints_the_escapes_of_an_answer_as_visible_text(project, tmp_path)
 
 def test_exec_on_a_terminal_draws_only_its_own_status_line(project):
     screen = on_a_terminal(["exec", "--repo", str(project), "--query", QUERY, "--sandbox", "local"])
-    assert "\\x9d52;c;" in screen
+    assert "52;c;cHduZWQ=" in screen
     _clean(screen.replace("\r\x1b[K", "").replace("\r\n", "\n"))
 
 
@@ -66,5 +69,14 @@ def test_run_prints_the_escapes_of_command_output_as_visible_text(tmp_path):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "\\x9d52;c;cHduZWQ=\\x9c" in done.stdout
+    assert "52;c;cHduZWQ= 2J" in done.stdout
     _clean(done.stdout + done.stderr)
+
+
+def test_text_that_did_not_pass_the_sandbox_filter_is_shown_visibly():
+    """A model's own words (an endpoint's answer) reach `exec`'s printing unfiltered: each control is shown."""
+    from terminus.cli.agent import shown, shown_json
+
+    assert shown(PAYLOAD) == "\\x9d52;c;cHduZWQ=\\x9c \\x9b2J"
+    assert shown("\x1b]0;title\x07ok\tand\n") == "^[]0;title^Gok\tand\n"
+    _clean(shown_json({"answer": PAYLOAD + "\x1b[2J\x7f"}))
