@@ -52,17 +52,25 @@ def test_already_broken():
 """
 
 
-@pytest.fixture
-def registry_cache(tmp_path) -> Path:
-    """A download cache holding tallyho-1.0.0.tar.gz, as `pip download` would leave it."""
+def tallyho_sdist(tmp_path: Path, tally: str, extra: dict[str, str] | None = None) -> Path:
+    """A download cache holding tallyho-1.0.0.tar.gz (package `tally`, its tests, and `extra` files by relative
+    path), as `pip download` would leave it."""
     src = tmp_path / "build" / "tallyho-1.0.0"
     (src / "tallyho").mkdir(parents=True)
-    (src / "tallyho" / "__init__.py").write_text(TALLY.replace('"""Tally helpers."""', '"""Tally helpers."""\n'))
+    (src / "tallyho" / "__init__.py").write_text(tally)
     (src / "tests").mkdir()
     (src / "tests" / "test_tally.py").write_text(TESTS)
+    for rel, text in (extra or {}).items():
+        (src / rel).write_text(text)
     (src / "pyproject.toml").write_text('[project]\nname = "tallyho"\nversion = "1.0.0"\n')
     cache = tmp_path / "cache"
     cache.mkdir()
     with tarfile.open(cache / "tallyho-1.0.0.tar.gz", "w:gz") as tar:
         tar.add(src, arcname="tallyho-1.0.0")
     return cache
+
+
+@pytest.fixture
+def registry_cache(tmp_path) -> Path:
+    """A download cache holding tallyho-1.0.0.tar.gz, as `pip download` would leave it."""
+    return tallyho_sdist(tmp_path, TALLY.replace('"""Tally helpers."""', '"""Tally helpers."""\n'))

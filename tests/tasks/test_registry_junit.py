@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import yaml
 
 from terminus.config import ROOT
 
-from .conftest import TALLY, TESTS
+from .conftest import TALLY, tallyho_sdist
 
 # The suite's own code (a conftest) replaces the junit report pytest just wrote with bytes that are not XML.
 BREAKS_JUNIT = """import pathlib
@@ -26,18 +25,7 @@ def pytest_unconfigure(config):
 
 
 def _cache(tmp_path: Path) -> Path:
-    src = tmp_path / "build" / "tallyho-1.0.0"
-    (src / "tallyho").mkdir(parents=True)
-    (src / "tallyho" / "__init__.py").write_text(TALLY)
-    (src / "tests").mkdir()
-    (src / "tests" / "test_tally.py").write_text(TESTS)
-    (src / "conftest.py").write_text(BREAKS_JUNIT)
-    (src / "pyproject.toml").write_text('[project]\nname = "tallyho"\nversion = "1.0.0"\n')
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    with tarfile.open(cache / "tallyho-1.0.0.tar.gz", "w:gz") as tar:
-        tar.add(src, arcname="tallyho-1.0.0")
-    return cache
+    return tallyho_sdist(tmp_path, TALLY, extra={"conftest.py": BREAKS_JUNIT})
 
 
 def test_malformed_junit_fails_the_package_with_its_reason(tmp_path):
