@@ -109,6 +109,19 @@ def test_calls_are_cached_by_content(tmp_path):
     assert queue.calls == 2
 
 
+def test_identical_items_in_one_batch_are_asked_once(tmp_path):
+    """The validity report counts cache hits; two identical questions asked at once by two threads would hit or
+    miss as timing decides (CI once saw 0 where the cached table had 1). One batch asks each question once."""
+    episode = {"turns": [{"command": "pytest"}], "messages": [{"role": "tool", "content": "1 passed"}]}
+    other = {"turns": [{"command": "make"}], "messages": [{"role": "tool", "content": "ok"}]}
+    for _ in range(3):
+        queue = ReplyQueue([verdict_json(2)] * 8)
+        judge = LLMJudge(RUBRIC, "m", concurrency=4, policy=queue, cache_dir=tmp_path / str(random.random()))
+        results = judge.score_many([("q", None, episode), ("q", None, other), ("q", None, episode)] * 2)
+        assert queue.calls == 2 and judge.hits == 0 and judge.misses == 2
+        assert len(results) == 6 and results[0] is results[2] is results[5] and results[1] is not results[0]
+
+
 def test_group_mode_scores_each_candidate():
     dims = json.loads(verdict_json(1))["dimensions"]
     better = json.loads(verdict_json(4))["dimensions"]

@@ -278,6 +278,14 @@ class LLMJudge:
         return [JudgeResult(s, r, self.rubric.combine(s), False, attempts, cached) for s, r in parsed]
 
     def score_many(self, items: list[tuple[str, dict | None, dict]]) -> list[JudgeResult]:
-        """(query, reference, candidate) triples, `concurrency` calls at a time, in order."""
+        """(query, reference, candidate) triples, `concurrency` calls at a time, in order.
+
+        Identical triples are asked once and share the result: two threads asking the same question at once
+        would both miss the cache, or one would hit it, as timing decides, and `hits` would not be reproducible.
+        """
+        keys = [json.dumps(item, sort_keys=True, default=str) for item in items]
+        first = dict(zip(keys, items, strict=True))  # identical keys, identical items: any one serves
+        unique = list(dict.fromkeys(keys))
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(lambda item: self.score(*item), items))
+            results = dict(zip(unique, pool.map(lambda key: self.score(*first[key]), unique), strict=True))
+        return [results[key] for key in keys]
