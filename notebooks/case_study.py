@@ -22,13 +22,14 @@ results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # or a run folde
 figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures (results/figures-cached for results/cached)
 
 # %%
-from terminus import analysis
+from terminus.analysis.case_study import case_study_table, plot_case_study
+from terminus.analysis.notebook import load, save, setup
 
-results, figures = analysis.setup(results, figures, globals().get("snakemake"))
+results, figures = setup(results, figures, globals().get("snakemake"))
 
 # %%
-case = analysis.load(results, "case_study")
-analysis.case_study_table(case)
+case = load(results, "case_study")
+case_study_table(case)
 
 # %%
 print(f"task {case['task_id']} ({case.get('source', 'synthetic')}), main agent {case['main_agent']}")
@@ -39,5 +40,5 @@ for call in case["with_subagent"]["calls"]:
     print(call["summary"], "\n")
 
 # %%
-fig = analysis.plot_case_study(case)
-analysis.save(fig, figures, "case_study")
+fig = plot_case_study(case)
+save(fig, figures, "case_study")

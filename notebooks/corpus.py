@@ -21,15 +21,16 @@ results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # or a run folde
 figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures (results/figures-cached for results/cached)
 
 # %%
-from terminus import analysis
+from terminus.analysis.corpus import corpus_tables, plot_corpus
+from terminus.analysis.notebook import load, save, setup
 
-results, figures = analysis.setup(results, figures, globals().get("snakemake"))
+results, figures = setup(results, figures, globals().get("snakemake"))
 
 # %%
-stats = analysis.load(results, "corpus")
-tables = analysis.corpus_tables(stats)
+stats = load(results, "corpus")
+tables = corpus_tables(stats)
 tables["types"].pivot(index="task type", columns="corpus", values="share")
 
 # %%
-fig = analysis.plot_corpus(stats)
-analysis.save(fig, figures, "corpus")
+fig = plot_corpus(stats)
+save(fig, figures, "corpus")

@@ -21,14 +21,15 @@ results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # or a run folde
 figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures (results/figures-cached for results/cached)
 
 # %%
-from terminus import analysis
+from terminus.analysis.delegation import plot_delegation, token_savings
+from terminus.analysis.notebook import load, save, setup
 
-results, figures = analysis.setup(results, figures, globals().get("snakemake"))
-
-# %%
-summary = analysis.load(results, "eval_summary")
-analysis.token_savings(summary)
+results, figures = setup(results, figures, globals().get("snakemake"))
 
 # %%
-fig = analysis.plot_delegation(summary)
-analysis.save(fig, figures, "delegation")
+summary = load(results, "eval_summary")
+token_savings(summary)
+
+# %%
+fig = plot_delegation(summary)
+save(fig, figures, "delegation")

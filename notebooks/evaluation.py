@@ -21,18 +21,19 @@ results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # or a run folde
 figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures (results/figures-cached for results/cached)
 
 # %%
-from terminus import analysis
+from terminus.analysis.evaluation import plot_grid
+from terminus.analysis.notebook import load, save, setup
 
-results, figures = analysis.setup(results, figures, globals().get("snakemake"))
+results, figures = setup(results, figures, globals().get("snakemake"))
 
 # %%
-summary = analysis.load(results, "eval_summary")
+summary = load(results, "eval_summary")
 summary[["main_agent", "subagent", "benchmark", "n", "resolve_rate", "main_agent_tokens", "fact_recall", "reward"]]
 
 # %%
-validity = analysis.load(results, "validity")
+validity = load(results, "validity")
 {k: validity[k] for k in ("fact_checker", "llm_judge", "agreement")}
 
 # %%
-fig = analysis.plot_grid(summary)
-analysis.save(fig, figures, "evaluation")
+fig = plot_grid(summary)
+save(fig, figures, "evaluation")

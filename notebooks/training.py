@@ -27,19 +27,20 @@ results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # or a run folde
 figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures (results/figures-cached for results/cached)
 
 # %%
-from terminus import analysis
+from terminus.analysis.notebook import load, save, setup
+from terminus.analysis.training import learning_table, load_learning, plot_learning, plot_training
 
-results, figures = analysis.setup(results, figures, globals().get("snakemake"))
+results, figures = setup(results, figures, globals().get("snakemake"))
 
 # %%
-sft = analysis.load(results, "sft_metrics")
-grpo = analysis.load(results, "grpo_metrics")
-summary = analysis.load(results, "training")
+sft = load(results, "sft_metrics")
+grpo = load(results, "grpo_metrics")
+summary = load(results, "training")
 {k: summary[k] for k in ("base", "sft", "grpo")}
 
 # %%
-fig = analysis.plot_training(sft, grpo, summary)
-analysis.save(fig, figures, "training")
+fig = plot_training(sft, grpo, summary)
+save(fig, figures, "training")
 
 # %% [markdown]
 # ## Does the tiny model learn the task? (`make learning`: configs/learning.yaml, three seeds)
@@ -48,10 +49,10 @@ analysis.save(fig, figures, "training")
 # seeds with its 95% interval and each seed as a dot. `results/benchmarks/learning.json` checks the targets.
 
 # %%
-runs = analysis.load_learning(results)
+runs = load_learning(results)
 if runs is None:
     print(f"no learning runs under {results}/learning (they are in results/cached/learning)")
 else:
-    display(analysis.learning_table(runs))  # noqa: F821 (Jupyter's display)
-    fig = analysis.plot_learning(runs)
-    analysis.save(fig, figures, "learning")
+    display(learning_table(runs))  # noqa: F821 (Jupyter's display)
+    fig = plot_learning(runs)
+    save(fig, figures, "learning")

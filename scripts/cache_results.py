@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from terminus.analysis import FILES
+from terminus.analysis.notebook import FILES
 
 MAX_BYTES = 4 * 1024 * 1024
 

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from terminus.analysis import seed_interval  # noqa: E402
+from terminus.analysis.training import seed_interval  # noqa: E402
 
 START, END = "<!-- results -->", "<!-- /results -->"
 # learning.json's targets, as the README names them

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from terminus.analysis import FILES  # noqa: E402
+from terminus.analysis.notebook import FILES  # noqa: E402
 from terminus.config import git_commit  # noqa: E402
 from terminus.io import write_json_atomic  # noqa: E402
 from terminus.reproducibility import compare_cached, compare_runs, compared_files, is_run_folder  # noqa: E402

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from terminus import analysis
+from terminus.analysis import training
 from terminus.config import ROOT
 
 
@@ -93,12 +93,12 @@ def test_targets_met_and_missed(tmp_path):
 
 def test_notebook_functions_read_the_cached_learning_tables(tmp_path):
     report(tmp_path, {0: (0.5, 0.1), 1: (0.6, 0.1), 2: (0.7, 0.1)})
-    runs = analysis.load_learning(tmp_path / "cached")
+    runs = training.load_learning(tmp_path / "cached")
     assert sorted(runs) == [0, 1, 2]
-    table = analysis.learning_table(runs)
+    table = training.learning_table(runs)
     sft = table[(table["model"] == "sft") & (table["metric"] == "fact_recall")].iloc[0]
     assert sft["mean"] == pytest.approx(0.6) and sft["ci95"] == pytest.approx(4.303 * 0.1 / 3**0.5, abs=1e-3)
-    fig = analysis.plot_learning(runs)
+    fig = training.plot_learning(runs)
     assert len(fig.axes) == 4  # SFT loss, GRPO reward, held-out recall, GRPO before/after
     assert runs[1]["before_after"]["diff"] == 0.1
-    assert analysis.load_learning(tmp_path / "nothing-here") is None
+    assert training.load_learning(tmp_path / "nothing-here") is None

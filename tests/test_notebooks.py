@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from terminus import analysis
+from terminus.analysis import evaluation
+from terminus.analysis import notebook as nb  # `notebook` names the notebooks in the tests below
 from terminus.config import ROOT
 
 FIGURES = {"corpus", "training", "learning", "evaluation", "delegation", "case_study"}
@@ -101,13 +102,13 @@ def test_relative_results_resolve_against_the_notebooks_repository(tmp_path, mon
     (clone / "results" / "smoke").mkdir()
     for cwd in (clone / "notebooks", clone):
         monkeypatch.chdir(cwd)
-        results, figures = analysis.setup("results/cached")
+        results, figures = nb.setup("results/cached")
         assert results == clone / "results" / "cached"
         assert figures == clone / "results" / "figures-cached"  # never inside the committed tables
-        results, figures = analysis.setup("results/smoke")
+        results, figures = nb.setup("results/smoke")
         assert (results, figures) == (clone / "results" / "smoke", clone / "results" / "smoke" / "figures")
     with pytest.raises(FileNotFoundError, match="results/nope does not exist"):
-        analysis.setup("results/nope")
+        nb.setup("results/nope")
 
 
 def test_each_figure_says_its_n():
@@ -129,7 +130,7 @@ def test_each_figure_says_its_n():
             for b in ("repair",)
         ]
     )
-    fig = analysis.plot_grid(summary)
+    fig = evaluation.plot_grid(summary)
     texts = [t.get_text() for t in fig.texts]
     assert any(t.startswith("n = repair: 3 tasks per cell, 1 seed") for t in texts), texts
 

@@ -84,7 +84,7 @@ def test_caches_are_not_compared(tmp_path):
 
 
 def smoke_tables(run: Path, commit: str, recall: float = 0.5) -> Path:
-    """The tables results/cached holds (terminus.analysis.FILES), as a smoke run of `commit` writes them."""
+    """The tables results/cached holds (terminus.analysis.notebook.FILES), as a smoke run of `commit` writes them."""
     stamp = {"config_hash": "0d317d6a117a", "git_commit": commit, "run": "smoke"}
     tables = {
         "tasks/tasks.stats.json": {"n": 24, **stamp},

@@ -180,9 +180,9 @@ def compare_cached(run: Path, cached: Path, tables: tuple[str, ...] | None = Non
     """A run's tables against the committed ones (`results/cached/`, as `scripts/cache_results.py` wrote them):
     {"identical": [paths], "differing": [{"path", "line", "a", "b"}]}, `a` the run's side, `b` the cached one.
 
-    Compared: `tables` (default: the files the cache holds, `terminus.analysis.FILES`), wall-clock aside as in
+    Compared: `tables` (default: the files the cache holds, `terminus.analysis.notebook.FILES`), wall-clock aside as in
     `compare_runs`, the stamps (`STAMPS`) aside at every depth, and any path into a `results/` folder read relative to
     its checkout. A table either side lacks differs (its side says `missing`)."""
-    from terminus.analysis import FILES
+    from terminus.analysis.notebook import FILES
 
     return compare_tables(Path(run), Path(cached), sorted(tables or FILES.values()), RUN_PATH, RUN_PATH, STAMPS)

@@ -19,7 +19,7 @@ import yaml
 
 from builders import cmdline, descendants
 from terminus.config import ROOT
-from terminus.train.sft import LIVE_LOG, MetricsJsonl, publish_metrics
+from terminus.train.run import LIVE_LOG, MetricsJsonl, publish_metrics
 
 BIN = str(Path(sys.executable).parent)
 
@@ -120,7 +120,7 @@ def test_a_resumed_segment_drops_the_steps_it_redoes_and_a_cut_last_line(tmp_pat
 def test_checkpoints_of_other_inputs_are_moved_aside_not_resumed(tmp_path):
     """A recipe edited (or a starting model made again) between two runs into one output_dir: the new run starts
     fresh and the old checkpoints and log are kept under superseded/; the same inputs resume (a resubmitted job)."""
-    from terminus.train.sft import RESUME_INPUTS, resume_point
+    from terminus.train.run import RESUME_INPUTS, resume_point
 
     out = tmp_path / "grpo"
     first = {"recipe": {"learning_rate": 1e-4, "beta": 0.0}, "model": "aaa"}

@@ -9,11 +9,18 @@ are then sampled afresh, so that choosing tasks for their spread does not bias t
 
 from __future__ import annotations
 
+import json
+import logging
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
+from terminus.collect.provenance import file_sha256, model_stamp
+from terminus.io import write_json_atomic
 from terminus.stats import mean_interval
+
+log = logging.getLogger(__name__)
 
 
 def paired_interval(before: dict[str, float], after: dict[str, float]) -> dict:
@@ -90,3 +97,97 @@ def report(before: Sampled, after: Sampled, samples: int) -> dict:
         "task_ids": sorted(before.rewards),
         "details": {"before": before.summary(), "after": after.summary()},
     }
+
+
+class Measure:
+    """GRPO's tasks chosen for spread and scored before and after training, by the functions above.
+    What is measured before training is kept in <output_dir>/before_after.json, so that a resubmitted job resumes
+    with the same tasks and before-figures rather than sampling them again from a model that has moved on."""
+
+    def __init__(
+        self, trainer, model_id: str, tasks: dict, tasks_file: Path, script_args, sandbox, scorer, seed: int
+    ) -> None:
+        self.trainer, self.tasks, self.tasks_file, self.args = trainer, tasks, tasks_file, script_args
+        self.sandbox, self.scorer, self.seed = sandbox, scorer, seed
+        self.path = Path(trainer.args.output_dir) / "before_after.json"
+
+        # what the measurements depend on: a state of other inputs (a model trained again since) is not reused
+        inputs = {
+            "model": model_stamp(model_id),
+            "tasks_sha256": file_sha256(tasks_file),
+            "seed": seed,
+            **{k: getattr(script_args, k) for k in ("splits", "max_turns", "max_new_tokens", "max_tasks",
+                                                     "spread_candidates", "spread_samples", "before_after_samples")},
+            "temperature": trainer.args.temperature,
+            "max_completion_length": trainer.args.max_completion_length,  # when a turn must be the last
+        }  # fmt: skip
+        state = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self.state = state if state.get("inputs") == inputs else {"inputs": inputs}
+
+    def _sample(self, task_ids: list[str], samples: int, tag: str, offset: int):
+        """Seeded samples of the policy as it is now, in lockstep batches of 16 episodes; torch's random state is
+        put back afterwards, so that training samples what it would have without the measurement."""
+        import torch
+
+        # the rollout (and with it the models and the judge) only when sampling: the report's functions above
+        # stay light for benchmarks/learning.py and their tests
+        from terminus.train import infra
+        from terminus.train.rollout import episode_calls, run_policy
+
+        state = torch.random.get_rng_state()
+        torch.manual_seed(self.seed * 1000 + offset)
+
+        def run(ids: list[str]) -> list[dict]:
+            records = []
+            for start in range(0, len(ids), 16):
+                chunk = ids[start : start + 16]
+                calls = episode_calls(self.tasks, self.tasks_file, self.args, self.sandbox, chunk, f"{tag}{start}")
+                run = run_policy(self.trainer, calls, self.args, f"grpo-{tag}")
+                records += [t.to_dict() for t in run.trajectories]
+            # a measurement is not a training step: an episode that could not run would count as a 0, so it stops
+            failed = next((r for r in records if infra.infra_failure(r)), None)
+            if failed is not None:
+                raise infra.InfraFailureError(f"GRPO's {tag} measurement: episode {failed['id']}: {failed['error']}")
+            return records
+
+        try:
+            return sample(run, self.scorer.score, task_ids, samples)
+        finally:
+            torch.random.set_rng_state(state)
+
+    def _save(self) -> None:
+        write_json_atomic(self.path, self.state)
+
+    def select(self, keep: int) -> list[str]:
+        if "selected" not in self.state:
+            sampled = self._sample(sorted(self.tasks), self.args.spread_samples, "spread", 1)
+            self.state["selection"] = {"candidates": len(self.tasks), "samples_per_task": self.args.spread_samples,
+                                       "rewards": sampled.rewards}  # fmt: skip
+            self.state["selected"] = select_by_spread(sampled, keep)
+            self._save()
+        if not self.state["selected"]:
+            raise ValueError(
+                f"none of the {len(self.tasks)} candidate tasks' rewards differ over {self.args.spread_samples} "
+                "samples of the starting policy: GRPO would get no gradient (more candidates or samples)"
+            )
+        log.info("training on %d tasks chosen for spread: %s", len(self.state["selected"]), self.state["selected"])
+        return self.state["selected"]
+
+    def before(self, task_ids: list[str]):
+        if not self.args.before_after_samples:
+            return None
+        if self.state.get("before_ids") != sorted(task_ids):
+            sampled = self._sample(sorted(task_ids), self.args.before_after_samples, "before", 2)
+            self.state.update(before_ids=sorted(task_ids), before=asdict(sampled))
+            self._save()
+        return Sampled(**self.state["before"])
+
+    def after(self, before) -> dict:
+        after = self._sample(sorted(before.rewards), self.args.before_after_samples, "after", 3)
+        self.state["after"] = asdict(after)
+        self.state["report"] = report(before, after, self.args.before_after_samples)
+        self._save()
+        r = self.state["report"]
+        log.info("before/after GRPO on its %d tasks: %.3f -> %.3f, diff %.3f, 95%% CI %s", r["tasks"], r["before"],
+                 r["after"], r["diff"], r["ci95"])  # fmt: skip
+        return r

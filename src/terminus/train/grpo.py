@@ -15,7 +15,6 @@ carry no loss. The reward is the judge's Scorer.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -23,16 +22,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from terminus.agent.template import install
-from terminus.collect.provenance import file_sha256, model_stamp
+from terminus.collect.provenance import file_sha256
 from terminus.config import resolve_model
 from terminus.determinism import deterministic_torch
-from terminus.io import read_jsonl, write_json_atomic
+from terminus.io import read_jsonl
 from terminus.judge.setup import judge_cache_dir, scorer_from_config
 from terminus.runspec import load_run
-from terminus.train import before_after as ba
 from terminus.train import infra
-from terminus.train.rollout import episode_calls, make_rollout, run_policy
-from terminus.train.sft import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
+from terminus.train.before_after import Measure
+from terminus.train.rollout import make_rollout
+from terminus.train.run import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +117,14 @@ def grpo_trainer_class():
     class TerminusGRPOTrainer(GRPOTrainer):
         guard: infra.InfraGuard | None = None
 
+        # TRL private: no public hook sees the scored batch before the loss (callbacks get no batch, rollout_func
+        # and reward functions run before the advantages and masks exist), and infra-failed episodes leave it here
         def _generate_and_score_completions(self, inputs):
             output = super()._generate_and_score_completions(inputs)
             mode = "train" if self.model.training else "eval"
             if self.guard is not None:  # infra-failed episodes out of the loss; the step's shares logged, checked
                 infra.mask_dropped(output, self.guard.dropped(), self.accelerator)
+                # TRL private `_metrics`: no public way to add a metric to the step's averaged log (`log` reads it)
                 self.guard.finish(self._metrics[mode], self.state.global_step)
             ratio = output.get("importance_sampling_ratio")
             if ratio is not None:
@@ -136,7 +138,7 @@ def grpo_trainer_class():
                     self.vllm_importance_sampling_clip_min,
                     self.vllm_importance_sampling_clip_max,
                 )
-                for key, value in spread.items():
+                for key, value in spread.items():  # TRL private `_metrics`, as above
                     self._metrics[mode][f"sampling/importance_sampling_ratio/{key}"].append(value)
             return output
 
@@ -236,95 +238,6 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         if before is not None:
             summary["before_after"] = measure.after(before)
         return summary
-
-
-class Measure:
-    """GRPO's tasks chosen for spread and scored before and after training (`terminus.train.before_after`).
-    What is measured before training is kept in <output_dir>/before_after.json, so that a resubmitted job resumes
-    with the same tasks and before-figures rather than sampling them again from a model that has moved on."""
-
-    def __init__(
-        self, trainer, model_id: str, tasks: dict, tasks_file: Path, script_args, sandbox, scorer, seed: int
-    ) -> None:
-        self.trainer, self.tasks, self.tasks_file, self.args = trainer, tasks, tasks_file, script_args
-        self.sandbox, self.scorer, self.seed = sandbox, scorer, seed
-        self.path = Path(trainer.args.output_dir) / "before_after.json"
-
-        # what the measurements depend on: a state of other inputs (a model trained again since) is not reused
-        inputs = {
-            "model": model_stamp(model_id),
-            "tasks_sha256": file_sha256(tasks_file),
-            "seed": seed,
-            **{k: getattr(script_args, k) for k in ("splits", "max_turns", "max_new_tokens", "max_tasks",
-                                                     "spread_candidates", "spread_samples", "before_after_samples")},
-            "temperature": trainer.args.temperature,
-            "max_completion_length": trainer.args.max_completion_length,  # when a turn must be the last
-        }  # fmt: skip
-        state = json.loads(self.path.read_text()) if self.path.is_file() else {}
-        self.state = state if state.get("inputs") == inputs else {"inputs": inputs}
-
-    def _sample(self, task_ids: list[str], samples: int, tag: str, offset: int):
-        """Seeded samples of the policy as it is now, in lockstep batches of 16 episodes; torch's random state is
-        put back afterwards, so that training samples what it would have without the measurement."""
-        import torch
-
-        state = torch.random.get_rng_state()
-        torch.manual_seed(self.seed * 1000 + offset)
-
-        def run(ids: list[str]) -> list[dict]:
-            records = []
-            for start in range(0, len(ids), 16):
-                chunk = ids[start : start + 16]
-                calls = episode_calls(self.tasks, self.tasks_file, self.args, self.sandbox, chunk, f"{tag}{start}")
-                run = run_policy(self.trainer, calls, self.args, f"grpo-{tag}")
-                records += [t.to_dict() for t in run.trajectories]
-            # a measurement is not a training step: an episode that could not run would count as a 0, so it stops
-            failed = next((r for r in records if infra.infra_failure(r)), None)
-            if failed is not None:
-                raise infra.InfraFailureError(f"GRPO's {tag} measurement: episode {failed['id']}: {failed['error']}")
-            return records
-
-        try:
-            return ba.sample(run, self.scorer.score, task_ids, samples)
-        finally:
-            torch.random.set_rng_state(state)
-
-    def _save(self) -> None:
-        write_json_atomic(self.path, self.state)
-
-    def select(self, keep: int) -> list[str]:
-        if "selected" not in self.state:
-            sampled = self._sample(sorted(self.tasks), self.args.spread_samples, "spread", 1)
-            self.state["selection"] = {"candidates": len(self.tasks), "samples_per_task": self.args.spread_samples,
-                                       "rewards": sampled.rewards}  # fmt: skip
-            self.state["selected"] = ba.select_by_spread(sampled, keep)
-            self._save()
-        if not self.state["selected"]:
-            raise ValueError(
-                f"none of the {len(self.tasks)} candidate tasks' rewards differ over {self.args.spread_samples} "
-                "samples of the starting policy: GRPO would get no gradient (more candidates or samples)"
-            )
-        log.info("training on %d tasks chosen for spread: %s", len(self.state["selected"]), self.state["selected"])
-        return self.state["selected"]
-
-    def before(self, task_ids: list[str]):
-        if not self.args.before_after_samples:
-            return None
-        if self.state.get("before_ids") != sorted(task_ids):
-            sampled = self._sample(sorted(task_ids), self.args.before_after_samples, "before", 2)
-            self.state.update(before_ids=sorted(task_ids), before=asdict(sampled))
-            self._save()
-        return ba.Sampled(**self.state["before"])
-
-    def after(self, before) -> dict:
-        after = self._sample(sorted(before.rewards), self.args.before_after_samples, "after", 3)
-        self.state["after"] = asdict(after)
-        self.state["report"] = ba.report(before, after, self.args.before_after_samples)
-        self._save()
-        r = self.state["report"]
-        log.info("before/after GRPO on its %d tasks: %.3f -> %.3f, diff %.3f, 95%% CI %s", r["tasks"], r["before"],
-                 r["after"], r["diff"], r["ci95"])  # fmt: skip
-        return r
 
 
 def refuse_several_processes(env: dict | None = None) -> None:

@@ -55,6 +55,9 @@ def run_policy(trainer, episodes: list, script_args, name: str):
     episode kept as the token ids it sampled (`EpisodeTokens`)."""
     from trl.models.utils import unwrap_model_for_generation
 
+    # TRL private `_last_loaded_step`: TRL's own marker of the step whose weights vLLM holds, which it syncs by
+    # before its rollout_func; no public API for it. Setting it keeps TRL from syncing the same step again after a
+    # measurement (`before_after.Measure`) synced it here.
     if trainer.args.use_vllm and trainer.state.global_step != getattr(trainer, "_last_loaded_step", None):
         trainer.vllm_generation.sync_weights()
         trainer._last_loaded_step = trainer.state.global_step
@@ -152,6 +155,7 @@ def make_rollout(
         mode = "train" if trainer.model.training else "eval"
         for key, values in stats.items():
             if values:  # a step whose every episode failed has no episode statistics
+                # TRL private `_metrics`: no public way to add a metric to the step's averaged log
                 trainer._metrics[mode][f"episode/{key}"].append(statistics.fmean(values))
         return out
 

@@ -1,0 +1,150 @@
+"""The training notebook's figures: the smoke run's SFT loss, GRPO reward and held-out rates (`plot_training`), and
+the learning runs over seeds (`make learning`: `load_learning`, `learning_table`, `plot_learning`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from terminus.analysis.notebook import footnote
+from terminus.stats import mean_interval
+
+
+def plot_training(sft: pd.DataFrame, grpo: pd.DataFrame, summary: dict):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    loss = sft.dropna(subset=["loss"]) if "loss" in sft else sft.iloc[0:0]
+    axes[0].plot(loss["step"], loss["loss"], label="train loss")
+    if "eval_loss" in sft:
+        ev = sft.dropna(subset=["eval_loss"])
+        axes[0].plot(ev["step"], ev["eval_loss"], "o-", label="validation loss")
+    axes[0].set(title="SFT", xlabel="step", ylabel="loss")
+    axes[0].legend()
+    rw = grpo.dropna(subset=["reward"]) if "reward" in grpo else grpo.iloc[0:0]
+    axes[1].plot(rw["step"], rw["reward"], "o-", label="mean reward")
+    if "reward_std" in rw:
+        axes[1].fill_between(
+            rw["step"],
+            rw["reward"] - rw["reward_std"],
+            rw["reward"] + rw["reward_std"],
+            alpha=0.2,
+            label="± spread within groups",
+        )
+    axes[1].set(title="GRPO", xlabel="step", ylabel="reward (Scorer)")
+    axes[1].legend()
+    rows = [
+        {"model": m, "metric": k, "value": summary[m][k]}
+        for m in ("base", "sft", "grpo")
+        if m in summary
+        for k in ("final_answer_rate", "fact_recall")
+    ]
+    sns.barplot(pd.DataFrame(rows), x="metric", y="value", hue="model", ax=axes[2])
+    axes[2].set(title="Held-out tasks", ylabel="", xlabel="", ylim=(0, 1))
+    held_out = {summary[m].get("n") for m in ("base", "sft", "grpo") if m in summary}
+    footnote(
+        fig,
+        f"n: SFT {int(loss['step'].max()) if len(loss) else 0} steps; GRPO {len(rw)} steps "
+        f"(mean and spread over each step's rollout group); held-out: {', '.join(map(str, sorted(held_out)))} "
+        "episodes per model (one per task, one seed)",
+    )
+    return fig
+
+
+def load_learning(results: Path) -> dict[int, dict] | None:
+    """The learning runs' tables (`make learning` -> <results>/learning/seed-<s>/), or None where there are none."""
+    folder = Path(results) / "learning"
+    seeds = sorted(folder.glob("seed-*")) if folder.is_dir() else []
+    if not seeds:
+        return None
+
+    def frame(path: Path) -> pd.DataFrame:
+        return pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
+
+    def before_after(path: Path) -> dict | None:
+        return json.loads(path.read_text()).get("report") if path.is_file() else None
+
+    return {
+        int(d.name.split("-")[1]): {
+            "summary": json.loads((d / "training__summary.json").read_text()),
+            "sft": frame(d / "models__sft__metrics.jsonl"),
+            "grpo": frame(d / "models__grpo__metrics.jsonl"),
+            "before_after": before_after(d / "models__grpo__before_after.json"),
+        }
+        for d in seeds
+    }
+
+
+def seed_interval(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95% t-interval over seeds (0 for one seed)."""
+    return mean_interval(values)
+
+
+def learning_table(runs: dict[int, dict]) -> pd.DataFrame:
+    """Base, SFT and GRPO on held-out tasks: mean over seeds with a 95% interval, and each seed's value."""
+    rows = []
+    for stage in ("base", "sft", "grpo"):
+        for key in ("final_answer_rate", "fact_recall"):
+            values = [r["summary"][stage][key] for r in runs.values()]
+            mean, half = seed_interval(values)
+            rows.append({"model": stage, "metric": key, "mean": round(mean, 3), "ci95": round(half, 3),
+                         **{f"seed {s}": r["summary"][stage][key] for s, r in runs.items()}})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def plot_before_after(ax, reports: dict[int, dict]) -> None:
+    """Per seed: GRPO's tasks' mean reward before and after it, and the paired difference with its 95% interval
+    over tasks (models/grpo/before_after.json)."""
+    seeds = sorted(reports)
+    for i, seed in enumerate(seeds):
+        r = reports[seed]
+        ax.plot([i - 0.15, i + 0.15], [r["before"], r["after"]], "o-", color="#4c72b0", alpha=0.6)
+        low, high = r["ci95"]
+        ax.errorbar(i + 0.3, r["diff"], yerr=[[r["diff"] - low], [high - r["diff"]]], fmt="s", color="#dd8452",
+                    capsize=5)  # fmt: skip
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xticks(range(len(seeds)), [f"seed {s}" for s in seeds])
+    n = {(r["tasks"], r["samples_per_task"]) for r in reports.values()}
+    ax.set(title="GRPO on its tasks: before -> after (dots), diff with 95% CI (squares)", ylabel="reward")
+    ax.title.set_fontsize(9)
+    ax.set_xlabel(", ".join(f"{t} tasks x {k} samples" for t, k in sorted(n)))
+
+
+def plot_learning(runs: dict[int, dict]):
+    """Each seed's SFT loss and GRPO reward with the spread over seeds, and held-out recall with intervals."""
+    import matplotlib.pyplot as plt
+
+    measured = {seed: run["before_after"] for seed, run in runs.items() if run.get("before_after")}
+    fig, axes = plt.subplots(1, 4 if measured else 3, figsize=(20 if measured else 15, 3.8))
+    for col, (stage, metric, title) in enumerate((("sft", "loss", "SFT loss"), ("grpo", "reward", "GRPO reward"))):
+        curves = []
+        for seed, run in runs.items():
+            data = run[stage].dropna(subset=[metric]) if metric in run[stage] else run[stage].iloc[0:0]
+            axes[col].plot(data["step"], data[metric], alpha=0.5, label=f"seed {seed}")
+            curves.append(data.set_index("step")[metric])
+        if curves:
+            both = pd.concat(curves, axis=1)
+            axes[col].plot(both.index, both.mean(axis=1), "k-", label="mean")
+            axes[col].fill_between(both.index, both.min(axis=1), both.max(axis=1), color="k", alpha=0.1,
+                                   label="spread over seeds")  # fmt: skip
+        axes[col].set(title=title, xlabel="step", ylabel=metric)
+        axes[col].legend(fontsize=8)
+    table = learning_table(runs)
+    recall = table[table["metric"] == "fact_recall"]
+    axes[2].bar(recall["model"], recall["mean"], yerr=recall["ci95"], capsize=6, color=["#999", "#4c72b0", "#dd8452"])
+    for i, (_, row) in enumerate(recall.iterrows()):
+        seeds = [row[c] for c in row.index if c.startswith("seed ")]
+        axes[2].scatter([i] * len(seeds), seeds, color="k", s=12, zorder=3)
+    axes[2].set(title="Held-out fact recall (95% CI over seeds)", ylim=(0, 1), ylabel="fact recall")
+    if measured:
+        plot_before_after(axes[3], measured)
+    held_out = sorted({r["summary"]["sft"].get("n") for r in runs.values()} - {None})
+    footnote(
+        fig,
+        f"n = {len(runs)} seeds ({', '.join(map(str, runs))}), each a whole run; held-out: "
+        f"{', '.join(map(str, held_out))} episodes per model and seed (one per task)",
+    )
+    return fig
