@@ -17,12 +17,14 @@ from terminus.swe.gitops import GIT, GIT_SAFE, checkout
 from terminus.swe.history import hide_history
 from terminus.swe.record import GradeError, RepairInstance
 
-LIMITS = Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env=GIT_SAFE)
-
 
 def grading_limits(**env: str) -> Limits:
-    """The grader's limits with extra environment variables (e.g. a PATH that reaches a toolchain)."""
+    """The grader's limits (real test suites: no memory or CPU rlimit, hours of wall clock; git without hooks), with
+    extra environment variables (e.g. a PATH that reaches a toolchain)."""
     return Limits(address_space_mb=None, cpu_time_s=None, max_timeout_s=4 * 3600.0, extra_env={**GIT_SAFE, **env})
+
+
+LIMITS = grading_limits()
 
 
 @contextlib.contextmanager

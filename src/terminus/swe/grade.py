@@ -30,13 +30,13 @@ from terminus.swe.testids import normalise_test_id
 log = logging.getLogger(__name__)
 
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
+# Real test logs run to megabytes; they go to a file, read from the host up to LOG_CAP_BYTES (testlog), so the
+# terminal's much smaller cap does not apply.
 LOG_NAME = "terminus-swe-test.log"
 RC_VAR = "__terminus_test_status"
 NO_RESULT = "no test result in the log"
 # Statuses of a command that never started: not found, not executable.
 NOT_STARTED = {126: "not executable", 127: "command not found"}
-# Real test logs run to megabytes; they go to a file, read from the host up to LOG_CAP_BYTES (testlog), so the
-# terminal's much smaller cap does not apply.
 
 
 def patch_files(patch: str) -> tuple[list[str], list[str]]:
