@@ -25,7 +25,7 @@ from pathlib import Path
 
 from benchmark_result import RESULTS, write_result
 from terminus.io import write_text_atomic
-from terminus.sandbox import default_backend
+from terminus.sandbox import SandboxSpec, default_backend
 from terminus.swe.benchmarks import load_instances
 from terminus.swe.record import GradeResult, RepairInstance
 from terminus.swe.validate import ENVIRONMENT, drop_reason, grade_both
@@ -44,11 +44,11 @@ def _grade(result: GradeResult) -> dict:
     return result.report() | {"outside_workspace": result.outside_workspace}
 
 
-def check(inst: RepairInstance, dataset: str, backend: str, options: dict, timeout_s: float) -> dict:
+def check(inst: RepairInstance, dataset: str, spec: SandboxSpec, timeout_s: float) -> dict:
     start = time.perf_counter()
     row = {"instance_id": inst.instance_id, "dataset": dataset, "family": inst.family, "language": inst.language}
     try:
-        empty, gold = grade_both(inst, backend, options, timeout_s)
+        empty, gold = grade_both(inst, spec, timeout_s)
     except Exception as err:  # the environment did not start: the row is still reported
         reason = f"{ENVIRONMENT} {type(err).__name__}: {err}"
         return row | {"gold": None, "empty": None, "kept": False, "reason": reason, "agrees": False}
@@ -104,7 +104,7 @@ def main() -> None:
     if bool(args.dataset) == bool(args.fixtures):
         parser.error("give --dataset FILE or --fixtures")
     backend = args.sandbox or default_backend()
-    options = {"binds": args.bind} if args.bind else {}
+    spec = SandboxSpec(backend, binds=tuple(args.bind))
     ids = [i for i in (args.ids or "").split(",") if i] or None
     with tempfile.TemporaryDirectory(prefix="terminus-real-rows-") as scratch:
         datasets = _fixture_datasets(Path(scratch)) if args.fixtures else [(args.dataset, args.benchmark)]
@@ -113,7 +113,7 @@ def main() -> None:
             name = "tests/data/swe/" + Path(dataset).name if args.fixtures else dataset
             todo += [(inst, name) for inst in load_instances(benchmark, dataset=dataset, ids=ids)]
         with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
-            rows = list(pool.map(lambda job: check(job[0], job[1], backend, options, args.timeout), todo))
+            rows = list(pool.map(lambda job: check(job[0], job[1], spec, args.timeout), todo))
     result = {
         "setup": {
             "datasets": ["tests/data/swe/*.jsonl"] if args.fixtures else [args.dataset],

@@ -37,7 +37,7 @@ def main() -> None:
         from terminus.sandbox.docker import HOST_IMAGE
 
         try:
-            boxes["docker"] = make_sandbox(SandboxSpec("docker", HOST_IMAGE), base_url=args.docker_url)
+            boxes["docker"] = make_sandbox(SandboxSpec("docker", HOST_IMAGE, docker_url=args.docker_url))
         except SandboxError as err:
             print(f"docker skipped: {err}")
     samples: dict[str, list[float]] = {name: [] for name in ["bare", *boxes]}

@@ -248,7 +248,7 @@ def real_run(args) -> dict:
         task_map = {t.id: t for t in load_tasks(state["tasks"])}
         start = time.perf_counter()
         (cell,) = cell_names(config["eval"])
-        run = RunSpec(config, SandboxSpec.from_config(config))
+        run = RunSpec(config, SandboxSpec(config.get("sandbox"), config.get("sandbox_image")))
         records = run_cell(run, state["tasks"], root / "eval", Scorer(tasks=task_map), cell, show_progress=False)
         seconds = time.perf_counter() - start
         return {

@@ -114,8 +114,8 @@ def sandbox_factory(backend, request):
     made = []
 
     def make(source: Path | None = None, limits: Limits | None = None, network: bool = False):
-        engine = {"base_url": request.getfixturevalue("docker_engine")} if backend == "docker" else {}
-        box = make_sandbox(SandboxSpec(backend), source, limits, network, **engine)  # docker: the host image
+        engine = request.getfixturevalue("docker_engine") if backend == "docker" else None
+        box = make_sandbox(SandboxSpec(backend, docker_url=engine), source, limits, network)  # docker: the host image
         made.append(box)
         return box
 

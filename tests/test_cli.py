@@ -22,7 +22,7 @@ def test_missing_repo_is_one_clear_line(tmp_path):
 
 def test_unknown_sandbox(tmp_path):
     result = runner.invoke(app, ["run", "ls", "--repo", str(tmp_path), "--sandbox", "podman"])
-    assert result.exit_code == 2 and "unknown sandbox 'podman'" in result.output
+    assert result.exit_code == 2 and "'podman' is not one of 'local', 'bwrap', 'docker', 'apptainer'" in result.output
 
 
 def test_demo_runs_the_bundled_project():

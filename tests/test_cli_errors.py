@@ -28,7 +28,7 @@ MISTAKES = {
     "training: sft": (["sft", "--recipe", "{tmp}/none.yaml"], "--recipe"),
     "training: grpo": (["grpo", "--recipe"], "--recipe needs a recipe file"),
     "training: export": (["export", "--model", "{tmp}/none", "--out", "{tmp}/e"], "--model"),
-    "agent: run": (["run", "--sandbox", "nosuch", "--repo", "{tmp}", "true"], "unknown sandbox 'nosuch'"),
+    "agent: run": (["run", "--sandbox", "nosuch", "--repo", "{tmp}", "true"], "'nosuch' is not one of"),
     "agent: exec": (["exec", "--repo", "{tmp}", "--query", " "], "--query is empty"),
     "view": (["view", "{tmp}", "--out", "{tmp}/site", "--verdicts", "{tmp}/none.jsonl"], "--verdicts"),
     "hosting: mcp": (["mcp", "--policy", "nosuch"], "unknown policy 'nosuch'"),
@@ -94,9 +94,9 @@ def test_one_handler_prints_errors():
 def test_the_swe_and_eval_errors_are_terminus_errors():
     from terminus.eval.cells import CellError
     from terminus.swe.families import DatasetError
-    from terminus.swe.grade import GradeError
     from terminus.swe.parsers import ParserError
     from terminus.swe.predictions import PredictionsError
+    from terminus.swe.record import GradeError
 
     for error in (CellError, DatasetError, GradeError, ParserError, PredictionsError):
         assert issubclass(error, TerminusError), error

@@ -358,7 +358,7 @@ def test_a_bad_setting_is_a_one_line_error_at_start():
         (["--policy", "gpt"], "unknown policy 'gpt'"),
         (["--policy", "openai"], "needs --model"),
         (["--sandbox", "apptainer"], "the apptainer sandbox needs an image"),  # docker has its own: the host image
-        (["--sandbox", "vm"], "unknown sandbox 'vm'"),
+        (["--sandbox", "vm"], "'vm' is not one of"),
     ]:
         done = subprocess.run(
             terminus_argv("mcp", *args), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL

@@ -93,9 +93,8 @@ def test_docker_runs_an_ordinary_task_end_to_end(node_corpus, docker_engine):
         task,
         corpus,
         make_policy("scripted"),
-        sandbox=SandboxSpec("docker"),
+        sandbox=SandboxSpec("docker", docker_url=docker_engine),
         max_turns=10,
-        engine={"base_url": docker_engine},
     )
     assert traj.backend == "docker" and traj.termination == "final_answer", traj.error
     assert "/workspace" in traj.messages[0]["content"] and str(corpus.parent) not in traj.messages[0]["content"]

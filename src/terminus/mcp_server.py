@@ -41,8 +41,7 @@ from terminus.mcp_http import HEADER_TIMEOUT_S, LOOPBACK, listen, serve_http  # 
 from terminus.mcp_stdio import serve_stdio
 from terminus.models import make_policy
 from terminus.models.openai_compat import api_key_from_env
-from terminus.runspec import SandboxSpec
-from terminus.sandbox import Sandbox, SandboxError, default_backend, make_sandbox
+from terminus.sandbox import Sandbox, SandboxError, SandboxSpec, default_backend, make_sandbox
 from terminus.sandbox.docker import default_image
 from terminus.sandbox.tmproot import remove_own_root
 
@@ -138,7 +137,7 @@ class SubagentService:
         self.settings = settings
         self.policy = policy
         self.backend = settings.sandbox.backend or default_backend()
-        if self.backend in ("docker", "apptainer") and not settings.sandbox.image:
+        if self.backend.runs_image and not settings.sandbox.image:
             default_image(self.backend)  # apptainer has none: said in one line at start, not at the first call
         self._calls: dict[str, _Call] = {}
         self._lock = threading.Lock()

@@ -3,40 +3,16 @@ down as arguments: the schema-filled config as typed stage sections (`RunSpec`),
 execute (`SandboxSpec`). Nothing travels through environment variables; the layers below take what they need as
 required arguments, so each default lives once, in configs/schema/config.schema.yaml.
 
-Imports `config` and `errors` only, so every room may import it."""
+Imports `config`, `errors` and the sandbox's own spec (`sandbox.spec`, which imports nothing above it) only, so
+every room may import it."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from terminus.config import load_config, run_dir
-
-ISOLATING_IMAGES = ("docker", "apptainer")  # the backends that run an image
-
-
-@dataclass(frozen=True)
-class SandboxSpec:
-    """Where commands run: the backend (None: bwrap where installed, else local), the image of the tasks that
-    bring none (docker: None is the registry-free host image; apptainer needs one) and extra read-only binds
-    (`PATH` or `HOST:INSIDE[:ro]`). `terminus.sandbox.make_sandbox` makes a sandbox of it."""
-
-    backend: str | None = None
-    image: str | None = None
-    binds: tuple[str, ...] = ()
-
-    def for_task(self, image: str | None) -> SandboxSpec:
-        """The spec for a task that brings its own image (manifest and real-repository tasks): that image, on the
-        backends that run one."""
-        if image and self.backend in ISOLATING_IMAGES:
-            return dataclasses.replace(self, image=image)
-        return self
-
-    @classmethod
-    def from_config(cls, config: dict, backend: str | None = None) -> SandboxSpec:
-        """The config's `sandbox` and `sandbox_image`; `backend` (a --sandbox flag) over the config's."""
-        return cls(backend=backend or config.get("sandbox"), image=config.get("sandbox_image"))
+from terminus.sandbox.spec import SandboxSpec
 
 
 @dataclass(frozen=True)
@@ -167,4 +143,4 @@ def load_run(path: Path | str | None = None, sandbox: str | None = None) -> RunS
     """The config at `path`, validated and filled (`load_config`), and its sandbox (`sandbox`, a --sandbox flag,
     over the config's backend)."""
     config = load_config(path)
-    return RunSpec(config, SandboxSpec.from_config(config, sandbox))
+    return RunSpec(config, SandboxSpec(sandbox or config.get("sandbox"), config.get("sandbox_image")))

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from terminus.cli import app
 from terminus.sandbox import SandboxError, SandboxSpec, make_sandbox, tmproot
-from terminus.sandbox.base import Workspace
+from terminus.sandbox.workspace import Workspace
 
 
 def git(*args, cwd):

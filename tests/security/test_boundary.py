@@ -18,7 +18,7 @@ import pytest
 
 from builders import TERMINUS, write_files
 from terminus.sandbox import SandboxError, hostfs
-from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE
+from terminus.sandbox.workspace import INSIDE_CONTROL, INSIDE_STATE
 
 NEEDS_ISOLATION = "local backend: commands run as the harness's user with no filesystem isolation, by design"
 # Every name the host reads or writes in the sandbox's folders, planted in each folder the sandbox can see.

@@ -30,7 +30,7 @@ def docker_box(docker_engine, tmp_path):
     made = []
 
     def make(binds: tuple[str, ...] = ()):
-        box = make_sandbox(SandboxSpec("docker", None, binds), tmp_path / "repo", base_url=docker_engine)
+        box = make_sandbox(SandboxSpec("docker", None, binds, docker_url=docker_engine), tmp_path / "repo")
         made.append(box)
         return box
 

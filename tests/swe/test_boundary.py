@@ -17,17 +17,13 @@ from typer.testing import CliRunner
 
 from builders import TERMINUS, kill_when
 from terminus.cli import app
-from terminus.sandbox import Limits, tmproot
+from terminus.sandbox import Limits, SandboxSpec, tmproot
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.swe.benchmarks import load_instances
-from terminus.swe.grade import (
-    GradeError,
-    grade_in_sandbox,
-    grade_patch,
-    instance_sandbox,
-    patch_from_sandbox,
-    patch_from_tree,
-)
+from terminus.swe.environment import instance_sandbox, patch_from_sandbox
+from terminus.swe.gitops import patch_from_tree
+from terminus.swe.grade import grade_in_sandbox, grade_patch
+from terminus.swe.record import GradeError
 
 from .repos import DATA, git
 
@@ -312,7 +308,7 @@ def test_patch_from_tree_runs_nothing_the_tree_planted(tmp_path, swe_data):
     assert not marker.exists(), marker.read_text()
     assert "b/src/slug.js" in patch and "b/.gitattributes" in patch and ".git/" not in patch.replace(".gitattr", "")
     assert (tree / ".git" / "config").read_bytes() == config_before
-    assert grade_patch(inst, patch, "local").resolved
+    assert grade_patch(inst, patch, SandboxSpec("local")).resolved
     (tree / ".git").rename(tmp_path / "moved.git")
     (tree / ".git").symlink_to(tmp_path / "moved.git")
     with pytest.raises(GradeError, match=r"no \.git folder of its own"):
@@ -350,7 +346,7 @@ def test_patch_from_sandbox_runs_no_hook_and_follows_no_link(tmp_path, swe_data,
     root, _ = swe_data
     inst = load_instances("swe-rebench-v2", dataset=str(root / "rebench-v2.jsonl"))[0]
     # The eval's agent sandbox: limits without the grader's git environment, so only the `git -c ...` flags hold.
-    with instance_sandbox(inst, BACKEND, limits=Limits(), for_agent=True) as (box, workdir):
+    with instance_sandbox(inst, SandboxSpec(BACKEND), Limits(), for_agent=True) as (box, workdir):
         fsmonitor = '#!/bin/sh\ntouch "$TMPDIR/fsmonitor-ran"\n'
         wrapper = (
             '#!/bin/sh\n"$REAL_GIT" "$@"\nstatus=$?\n'
@@ -375,14 +371,13 @@ def test_patch_from_sandbox_runs_no_hook_and_follows_no_link(tmp_path, swe_data,
 
 
 def _grading_setup(request, name: str):
-    """(backend, options, limits) of a grading setup: bwrap (or local) with the grader's limits, or docker over the
-    host image."""
+    """(spec, limits) of a grading setup: bwrap (or local) with the grader's limits, or docker over the host
+    image."""
     if name == "docker":
         from .test_grade import _docker
 
-        options, limits = _docker(request.getfixturevalue("docker_engine"))
-        return "docker", options, limits
-    return BACKEND, None, None
+        return _docker(request.getfixturevalue("docker_engine"))
+    return SandboxSpec(BACKEND), None
 
 
 SETUPS = [BACKEND, pytest.param("docker", marks=pytest.mark.docker)]
@@ -392,10 +387,10 @@ SETUPS = [BACKEND, pytest.param("docker", marks=pytest.mark.docker)]
 def test_git_in_a_graded_workspace_runs_no_hook(request, swe_data, setup):
     """Hooks and an fsmonitor already in the workspace's .git/ (what a patch can no longer plant, but an image or
     a tool run might): applying the patch, the test setup's checkout and the test run fire none of them."""
-    backend, options, limits = _grading_setup(request, setup)
+    spec, limits = _grading_setup(request, setup)
     root, _ = swe_data
     inst = load_instances("swebench-verified", dataset=str(root / "verified.jsonl"))[0]
-    with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+    with instance_sandbox(inst, spec, limits) as (box, workdir):
         hook = base64.b64encode(b'#!/bin/sh\necho "$0 $*" >> "$TMPDIR/hook-ran"\n').decode()
         plant = (
             f"cd {workdir} && for h in post-checkout pre-commit post-index-change reference-transaction; do "
@@ -414,7 +409,7 @@ def test_git_in_a_graded_workspace_runs_no_hook(request, swe_data, setup):
 
 @pytest.mark.parametrize("setup", SETUPS)
 def test_a_planted_log_link_is_refused_on_every_backend(request, swe_data, case, setup):
-    backend, options, limits = _grading_setup(request, setup)
+    spec, limits = _grading_setup(request, setup)
     _, secret = case
     root, _ = swe_data
     inst = load_instances("swebench-verified", dataset=str(root / "verified.jsonl"))[0]
@@ -423,9 +418,7 @@ def test_a_planted_log_link_is_refused_on_every_backend(request, swe_data, case,
         "    log = os.path.join(os.environ.get('TMPDIR') or '/tmp', 'terminus-swe-test.log')\n"
         f"    os.unlink(log)\n    os.symlink({str(secret)!r}, log)\n"
     )
-    result = grade_patch(
-        inst, inst.gold_patch + new_file("conftest.py", conftest), backend, options=options, limits=limits
-    )
+    result = grade_patch(inst, inst.gold_patch + new_file("conftest.py", conftest), spec, limits=limits)
     assert "the test log was refused" in result.log and "symbolic link" in result.log
     assert SECRET not in result.log and not result.resolved
     # Nothing was parsed, so the record says why, with the log's end: the refusal, never the secret.

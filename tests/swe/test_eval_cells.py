@@ -37,7 +37,7 @@ def test_a_swe_cell_grades_what_the_main_agent_submitted(swe_data, tmp_path):
         assert record["task_id"] == inst.instance_id and record["benchmark"] == "swebench-verified"
         assert set(record["fail_to_pass"]) == {"passed", "failed"} and record["main_agent_turns"] > 0
         # what the cell recorded is the official grading of the patch it submitted
-        regraded = grade_patch(inst, record["model_patch"], "bwrap")
+        regraded = grade_patch(inst, record["model_patch"], SandboxSpec("bwrap"))
         assert record["resolved"] == float(regraded.resolved)
         assert record["fail_to_pass"] == regraded.report()["fail_to_pass"]
         (prediction,) = [json.loads(line) for line in (out / "predictions" / f"{cell}.jsonl").read_text().splitlines()]
@@ -56,8 +56,8 @@ def test_main_agent_tools_work_inside_an_image(docker_engine):
     from terminus.models import make_policy
     from terminus.sandbox import make_sandbox
 
-    spec = SandboxSpec("docker")
-    with make_sandbox(spec, None, base_url=docker_engine) as box:
+    spec = SandboxSpec("docker", docker_url=docker_engine)
+    with make_sandbox(spec, None) as box:
         setup = box.run("mkdir -p /tmp/app && printf 'total = 1 + 1\\nprint(total)\\n' > /tmp/app/calc.py", 30)
         assert setup.exit_code == 0, setup.output
         bench = InstanceWorkbench(AtWorkdir(box, "/tmp/app"), spec, make_policy("scripted"), 10)

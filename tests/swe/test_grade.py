@@ -12,9 +12,12 @@ import pytest
 from typer.testing import CliRunner
 
 from terminus.cli import app
+from terminus.sandbox import SandboxSpec
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.swe.benchmarks import load_instances
-from terminus.swe.grade import grade_patch, grading_limits, patch_from_tree
+from terminus.swe.environment import grading_limits, instance_sandbox
+from terminus.swe.gitops import patch_from_tree
+from terminus.swe.grade import grade_patch
 from terminus.swe.predictions import PredictionsError, read_predictions, write_predictions
 from terminus.swe.validate import validate_instances
 
@@ -33,23 +36,25 @@ def _instance(swe_data, bench, file):
     return load_instances(bench, dataset=str(root / file))[0]
 
 
-def _docker(engine: str) -> tuple[dict, object]:
-    """The host image borrows /usr; the Python with pytest lives in a venv over a pyenv build: bind both."""
+def _docker(engine: str) -> tuple[SandboxSpec, object]:
+    """The host image borrows /usr (images built on it too: bind its binds); the Python with pytest lives in a venv
+    over a pyenv build: bind both."""
     from terminus.sandbox.docker import HOST_BINDS
 
-    binds = [*HOST_BINDS, f"{sys.base_prefix}:{sys.base_prefix}:ro", f"{sys.prefix}:{sys.prefix}:ro"]
-    return {"base_url": engine, "binds": binds}, grading_limits(PATH=f"{sys.prefix}/bin:/usr/bin:/bin")
+    binds = (*HOST_BINDS, f"{sys.base_prefix}:{sys.base_prefix}:ro", f"{sys.prefix}:{sys.prefix}:ro")
+    spec = SandboxSpec("docker", binds=binds, docker_url=engine)
+    return spec, grading_limits(PATH=f"{sys.prefix}/bin:/usr/bin:/bin")
 
 
-def _check_three_patches(inst, partial, backend, options=None, limits=None):
-    gold = grade_patch(inst, inst.gold_patch, backend, options=options, limits=limits)
+def _check_three_patches(inst, partial, spec, limits=None):
+    gold = grade_patch(inst, inst.gold_patch, spec, limits=limits)
     assert gold.resolved, (gold.error, gold.statuses, gold.log[-2000:])
     assert gold.report()["fail_to_pass"] == {"passed": 2, "failed": 0}
-    empty = grade_patch(inst, "", backend, options=options, limits=limits)
+    empty = grade_patch(inst, "", spec, limits=limits)
     assert not empty.resolved and empty.error is None
     assert empty.report()["fail_to_pass"] == {"passed": 0, "failed": 2}
     assert empty.report()["pass_to_pass"]["failed"] == 0  # the environment works: only the bug fails
-    half = grade_patch(inst, partial, backend, options=options, limits=limits)
+    half = grade_patch(inst, partial, spec, limits=limits)
     assert not half.resolved and half.report()["fail_to_pass"] == {"passed": 1, "failed": 1}
 
 
@@ -57,7 +62,7 @@ def _check_three_patches(inst, partial, backend, options=None, limits=None):
 @pytest.mark.parametrize(("bench", "file", "repo"), CASES, ids=["python", "go", "javascript"])
 def test_grading_in_bwrap(swe_data, bench, file, repo):
     _, built = swe_data
-    _check_three_patches(_instance(swe_data, bench, file), built[repo]["partial"], "bwrap")
+    _check_three_patches(_instance(swe_data, bench, file), built[repo]["partial"], SandboxSpec("bwrap"))
 
 
 @pytest.mark.docker
@@ -66,14 +71,16 @@ def test_grading_in_docker(swe_data, bench, file, repo, docker_engine):
     _, built = swe_data
     inst = _instance(swe_data, bench, file)
     assert inst.image == "terminus-sandbox:host"
-    options, limits = _docker(docker_engine)
-    _check_three_patches(inst, built[repo]["partial"], "docker", options, limits)
+    spec, limits = _docker(docker_engine)
+    _check_three_patches(inst, built[repo]["partial"], spec, limits)
 
 
 def test_a_patch_that_does_not_apply(swe_data):
     inst = _instance(swe_data, "swe-rebench-v2", "rebench-v2.jsonl")
     result = grade_patch(
-        inst, "diff --git a/nope.js b/nope.js\n--- a/nope.js\n+++ b/nope.js\n@@ -1 +1 @@\n-a\n+b\n", "local"
+        inst,
+        "diff --git a/nope.js b/nope.js\n--- a/nope.js\n+++ b/nope.js\n@@ -1 +1 @@\n-a\n+b\n",
+        SandboxSpec("local"),
     )
     assert not result.resolved and not result.patch_applied and result.error == "the patch does not apply"
     assert result.report()["pass_to_pass"] == {"passed": 0, "failed": 2}
@@ -89,7 +96,7 @@ def test_edited_tree_is_graded_by_its_diff(swe_data, tmp_path):
     (tree / "NOTES.md").write_text("fixed\n")
     patch = patch_from_tree(tree, inst.base_commit)
     assert "b/NOTES.md" in patch and "b/src/slug.js" in patch
-    assert grade_patch(inst, patch, "local").resolved
+    assert grade_patch(inst, patch, SandboxSpec("local")).resolved
     assert "NOTES.md" not in git("status", "--porcelain", "--untracked-files=no", cwd=tree)  # its index untouched
 
 
@@ -132,7 +139,7 @@ def test_validation_drops_the_planted_broken_row(swe_data):
         _instance(swe_data, "swebench-pro", "pro.jsonl"),
         _instance(swe_data, "swe-rebench-v2", "rebench-v2.jsonl"),
     ]
-    kept, report = validate_instances(instances, "bwrap", concurrency=2)
+    kept, report = validate_instances(instances, SandboxSpec("bwrap"), concurrency=2)
     assert [i.instance_id for i in kept] == ["acme__ledger-101", instances[2].instance_id, "acme__slugify-lite-7"]
     assert report["dropped"] == 1
     assert (
@@ -189,9 +196,9 @@ def test_pro_official_scripts_decide_the_statuses(swe_data, tmp_path):
     (root / "pro-official.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (inst,) = load_instances(cfg, dataset=str(root / "pro-official.jsonl"))
     assert inst.log_parser == "pro-json" and inst.run_script and inst.parser_script
-    gold = grade_patch(inst, inst.gold_patch, "bwrap")
+    gold = grade_patch(inst, inst.gold_patch, SandboxSpec("bwrap"))
     assert gold.resolved, (gold.error, gold.log[-2000:])
-    partial = grade_patch(inst, built["units"]["partial"], "bwrap")
+    partial = grade_patch(inst, built["units"]["partial"], SandboxSpec("bwrap"))
     assert partial.report()["fail_to_pass"] == {"passed": 1, "failed": 1}
 
 
@@ -243,21 +250,19 @@ def test_image_whose_entrypoint_is_bash(swe_data, docker_engine, tmp_path):
     client.close()
     inst = _instance(swe_data, "swe-rebench-v2", "rebench-v2.jsonl")
     inst.image = "terminus-swe-entrypoint:test"
-    options, limits = _docker(docker_engine)
-    result = grade_patch(inst, inst.gold_patch, "docker", options=options, limits=limits)
+    spec, limits = _docker(docker_engine)
+    result = grade_patch(inst, inst.gold_patch, spec, limits=limits)
     assert result.resolved, (result.error, result.log[-1000:])
 
 
 def test_the_agent_does_not_see_the_fix_in_history(swe_data):
     """The main agent's sandbox keeps only what the base commit reaches; grading keeps the fix commit that
     SWE-Bench Pro's test setup checks the tests out of."""
-    from terminus.swe.grade import instance_sandbox
-
     _, built = swe_data
     inst = _instance(swe_data, "swebench-pro", "pro.jsonl")
     probe = f"git cat-file -e {built['units']['fix']} && echo present || echo absent"
-    with instance_sandbox(inst, "local", for_agent=True) as (box, workdir):
+    with instance_sandbox(inst, SandboxSpec("local"), for_agent=True) as (box, workdir):
         assert box.run(f"cd {workdir} && {probe}", 30).output.strip() == "absent"
         assert box.run(f"cd {workdir} && git rev-parse HEAD", 30).output.strip() == inst.base_commit
-    with instance_sandbox(inst, "local") as (box, workdir):
+    with instance_sandbox(inst, SandboxSpec("local")) as (box, workdir):
         assert box.run(f"cd {workdir} && {probe}", 30).output.strip() == "present"

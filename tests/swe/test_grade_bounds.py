@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from terminus.cli import app
+from terminus.sandbox import SandboxSpec
 from terminus.swe.benchmarks import load_instances
 from terminus.swe.grade import grade_patch
 
@@ -63,7 +64,7 @@ def test_a_line_that_made_the_parser_backtrack_is_graded_in_seconds(tmp_path, le
 def test_a_parse_past_its_budget_is_the_grades_error(swe_data, tmp_path, ledger):
     dataset, gold = ledger
     (inst,) = load_instances("swebench-verified", dataset=str(dataset))
-    result = grade_patch(inst, gold, BACKEND, parse_budget_s=0)
+    result = grade_patch(inst, gold, SandboxSpec(BACKEND), parse_budget_s=0)
     assert not result.resolved and result.statuses == {}
     assert "pytest log parser passed its time budget of 0 s" in result.error
     assert "PASSED tests/test_money.py::test_add" in result.log  # the log is kept, for the reader

@@ -12,7 +12,7 @@ from terminus.sandbox import SandboxSpec, make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.swe.benchmarks import load_instances
 from terminus.swe.corpus import tasks_for
-from terminus.swe.grade import LIMITS, instance_sandbox
+from terminus.swe.environment import LIMITS, instance_sandbox
 
 from .repos import git
 
@@ -83,9 +83,9 @@ def test_a_local_row_starts_with_the_base_commit_alone(swe_data, tmp_path):
     base, fix = built["units"]["base"], built["units"]["fix"]
     _with_future(repo, fix)
     inst.repo_path = str(repo)
-    with instance_sandbox(inst, "bwrap", for_agent=True) as (box, workdir):
+    with instance_sandbox(inst, SandboxSpec("bwrap"), for_agent=True) as (box, workdir):
         _shows_no_future(_sees(box, workdir), box, workdir, base, fix)
-    with instance_sandbox(inst, "bwrap") as (box, workdir):  # grading's own clone keeps the fix commit
+    with instance_sandbox(inst, SandboxSpec("bwrap")) as (box, workdir):  # grading's own clone keeps the fix commit
         assert fix in _sees(box, workdir)["log"].split()
 
 

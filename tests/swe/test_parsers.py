@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from terminus.swe.parsers import PARSERS, ParserError, ParseTimeout, normalise_test_id, parse_log, parser_for
+from terminus.swe.parsers import PARSERS, ParserError, ParseTimeout, parse_log, parser_for
+from terminus.swe.testids import normalise_test_id
 
 from .repos import DATA
 

@@ -20,8 +20,9 @@ from terminus.cli import app
 from terminus.sandbox import SandboxSpec, make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.swe.benchmarks import load_instances
+from terminus.swe.environment import instance_sandbox
 from terminus.swe.families import infer_language
-from terminus.swe.grade import grade_patch, instance_sandbox, patch_files
+from terminus.swe.grade import grade_patch, patch_files
 from terminus.swe.patchcheck import file_changes, files_after
 
 from .repos import SHAPES_F2P, SHAPES_P2P, git
@@ -179,7 +180,7 @@ def test_no_test_result_says_why_with_the_log(swe_data, tmp_path):
     root, _ = swe_data
     dataset = _rows(root, [RENAMES], tmp_path, test_cmd="python -m pytest -rA -p no:cacheprovider tests/nothing.py")
     (inst,) = load_instances(None, dataset=str(dataset))
-    result = grade_patch(inst, inst.gold_patch, "bwrap")
+    result = grade_patch(inst, inst.gold_patch, SandboxSpec("bwrap"))
     assert not result.resolved and result.error.startswith("no test result in the log (exit status 4)")
     assert "file or directory not found: tests/nothing.py" in result.error
     _, validation, _ = _validate(dataset, tmp_path)
@@ -206,12 +207,12 @@ def test_validate_detects_tests_importing_the_repository_from_outside(swe_data, 
     (inst,) = load_instances(None, dataset=str(dataset))
     for style in ("short", "native", "line"):
         styled = dataclasses.replace(inst, test_cmd=f"{inst.test_cmd} --tb={style}")
-        result = grade_patch(styled, inst.gold_patch, "local")
+        result = grade_patch(styled, inst.gold_patch, SandboxSpec("local"))
         assert [p.split("/tmp/site/")[-1] for p in result.outside_workspace] == ["shapes/scale.py (= shapes/scale.py)"]
     # The same row whose command imports the workspace (README: local rows) grades resolved.
     fixed = _rows(root, [INSTALLED], tmp_path, test_cmd="python -m pytest -rA -p no:cacheprovider {test_files}")
     (inst,) = load_instances(None, dataset=str(fixed))
-    assert grade_patch(inst, inst.gold_patch, "bwrap").resolved
+    assert grade_patch(inst, inst.gold_patch, SandboxSpec("bwrap")).resolved
 
 
 # -- 4. environments bwrap cannot see ------------------------------------------------------------------------------
@@ -258,7 +259,7 @@ def test_an_environment_under_tmp_is_named_and_can_be_bound(swe_data, tmp_path):
     # ... or the row does, in `binds`.
     bound = _rows(root, [RENAMES], tmp_path, test_cmd=cmd, binds=[str(python.parent)])
     (inst,) = load_instances(None, dataset=str(bound))
-    assert inst.binds == [str(python.parent)] and grade_patch(inst, inst.gold_patch, "bwrap").resolved
+    assert inst.binds == [str(python.parent)] and grade_patch(inst, inst.gold_patch, SandboxSpec("bwrap")).resolved
 
 
 # -- 5. the language of a row, and no image setup for a local row -------------------------------------------------
@@ -307,7 +308,7 @@ def test_snapshots_hold_the_base_commit_alone(swe_data, tmp_path):
         assert size < 64 * 1024, size  # one tree of a few files
     # The main agent's sandbox over a local row, the same way.
     (inst,) = load_instances(None, dataset=str(root / "pro.jsonl"))
-    with instance_sandbox(inst, "local", for_agent=True) as (box, workdir):
+    with instance_sandbox(inst, SandboxSpec("local"), for_agent=True) as (box, workdir):
         assert box.run(f"cd {workdir} && git log --all --oneline | wc -l", 30).output.strip() == "1"
 
 

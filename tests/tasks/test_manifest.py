@@ -94,9 +94,8 @@ def test_manifest_task_runs_in_its_image(manifest, tmp_path, docker_engine):
         task,
         tmp_path / "out" / "tasks.jsonl",
         make_policy("scripted"),
-        sandbox=SandboxSpec("docker"),
+        sandbox=SandboxSpec("docker", docker_url=docker_engine),
         max_turns=10,
-        engine={"base_url": docker_engine},
     )
     verdict = check(traj.final_answer, task.facts, task.task_type, observations_of(traj.messages))
     assert verdict.recall == 1.0, (verdict.missing, traj.final_answer)  # the pinned (faulty) commit ran

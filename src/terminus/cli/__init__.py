@@ -11,9 +11,9 @@ import typer
 from terminus import __version__
 from terminus.cli.support import OneLineErrors
 from terminus.cli.swe import app as swe_app
-from terminus.errors import TerminusError, set_debug
-from terminus.runspec import RunSpec, SandboxSpec, load_run
-from terminus.sandbox import BACKENDS
+from terminus.errors import set_debug
+from terminus.runspec import RunSpec, load_run
+from terminus.sandbox import Backend, SandboxSpec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, cls=OneLineErrors)
 app.add_typer(swe_app, name="swe", help="SWE-bench-family instances: grade, validate, corpus tasks.")
@@ -37,25 +37,18 @@ def _options(
     set_debug(debug)
 
 
-def _run(path: Path | None, sandbox: str | None = None) -> RunSpec:
+def _run(path: Path | None, sandbox: Backend | None = None) -> RunSpec:
     """The run's spec, built once per command and handed down: the config (validated, every default filled) and its
     sandbox (`sandbox`, a --sandbox flag, over the config's backend; the config's image)."""
-    _check_backend(sandbox)
     return load_run(path, sandbox)
 
 
-def _sandbox(sandbox: str | None, config: Path | None) -> SandboxSpec:
+def _sandbox(sandbox: Backend | None, config: Path | None) -> SandboxSpec:
     """--sandbox when given, over the config's `sandbox` and with its `sandbox_image` (when --config is given); else
     the default backend and image."""
     if config is None:
-        _check_backend(sandbox)
         return SandboxSpec(sandbox)
     return _run(config, sandbox).sandbox
-
-
-def _check_backend(sandbox: str | None) -> None:
-    if sandbox and sandbox not in BACKENDS:
-        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
 
 
 # The commands, registered on `app` as their modules are imported.

@@ -18,7 +18,7 @@ from terminus.agent.cost import PRICES, Price, cost_line, cost_summary, find_pri
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
 from terminus.agent.parsing import FormatError, parse_tool_calls
 from terminus.agent.terminal import observation
-from terminus.cli import BACKENDS, app
+from terminus.cli import app
 from terminus.cli.support import (
     COPY_HELP,
     REQUEST_TIMEOUT_HELP,
@@ -34,8 +34,7 @@ from terminus.config import ROOT
 from terminus.errors import TerminusError
 from terminus.models import make_policy
 from terminus.models.openai_compat import PolicyError, api_key_from_env
-from terminus.runspec import SandboxSpec
-from terminus.sandbox import default_backend, make_sandbox
+from terminus.sandbox import Backend, SandboxSpec, default_backend, make_sandbox
 from terminus.train.tiny import build_tiny_model, corpus_texts
 
 DEMO_PROJECT = ROOT / "examples" / "demo-project"
@@ -70,7 +69,7 @@ def shown_json(payload: dict) -> str:
 def run_command(
     command: str = typer.Argument(..., help="Shell command to run in the sandbox."),
     repo: Path = typer.Option(Path("."), help="Repository to copy into the sandbox's workspace."),
-    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
+    sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
     timeout: float = typer.Option(60.0, help="Seconds before the command is killed.", callback=seconds()),
     copy: str = typer.Option("git", help=COPY_HELP),
     max_copy_mb: int = copy_cap_option(),
@@ -78,17 +77,13 @@ def run_command(
     """Run one command in a sandbox over a copy of REPO and print what the terminal tool returns."""
     if not command.strip():
         raise TerminusError("the command is empty: give a shell command to run, e.g. terminus run 'pytest -q'")
-    if sandbox and sandbox not in BACKENDS:
-        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     with make_sandbox(SandboxSpec(sandbox), repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
         typer.echo(shown(observation(box.run(command, timeout))))
 
 
 @app.command("demo")
-def demo(sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where installed).")) -> None:
+def demo(sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed).")) -> None:
     """Run the Execution Subagent (scripted expert) on the bundled demo project and print what happened."""
-    if sandbox and sandbox not in BACKENDS:
-        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     backend = sandbox or default_backend()
     query = "Run the unit tests and tell me what fails and why."
     typer.echo(f"demo project: {DEMO_PROJECT}\nsandbox: {backend}\nmain agent asks: {query}\n")
@@ -216,7 +211,7 @@ def exec_subagent(
     api_key_env: str = typer.Option(None, help="Environment variable holding the endpoint's API key."),
     request_timeout: float = typer.Option(120.0, help=REQUEST_TIMEOUT_HELP, callback=seconds(0.1)),
     max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
-    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
+    sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
     max_turns: int = typer.Option(TURN_LIMIT, min=1, help="Turn limit; the last turn must give the final answer."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole trajectory record (and its cost) as JSON."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the conversation on stderr as it happens."),
@@ -244,8 +239,6 @@ def exec_subagent(
         raise TerminusError(f"--repo {repo} does not exist or is not a folder")
     if not query.strip():
         raise TerminusError("--query is empty: say what the subagent should do, e.g. --query 'run the tests'")
-    if sandbox and sandbox not in BACKENDS:
-        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     if prices is not None and not prices.is_file():
         raise TerminusError(f"--prices {prices} does not exist")
     if trajectory is not None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import BACKENDS, _run, _sandbox, app, tasks_app
+from terminus.cli import _run, _sandbox, app, tasks_app
 from terminus.cli.support import (
     EPISODES_AT_ONCE,
     FORCE_HELP,
@@ -22,6 +22,7 @@ from terminus.errors import TerminusError
 from terminus.models import shared_policy
 from terminus.models.openai_compat import PolicyError, api_key_from_env
 from terminus.models.serve import ServeError
+from terminus.sandbox import Backend
 
 
 @tasks_app.command("build")
@@ -49,7 +50,7 @@ def tasks_validate(
     tasks: Path = typer.Option(..., help="Task file from `terminus tasks build`."),
     out: Path = typer.Option(..., help="Task file of the tasks whose ground truth the expert reproduces."),
     report: Path = typer.Option(None, help="Report JSON (default: <out>.validation.json)."),
-    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
+    sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
     concurrency: int = typer.Option(EPISODES_AT_ONCE, min=1, help="Episodes at once."),
     config: Path = typer.Option(
         None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox), `collect.max_turns`."
@@ -92,7 +93,7 @@ def collect_command(
     api_key_env: str = typer.Option(None, help="Environment variable holding the endpoint's API key."),
     splits: str = typer.Option("train,val", help="Comma-separated splits to run."),
     samples: int = typer.Option(1, min=1, help="Episodes per task."),
-    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: bwrap where installed)."),
+    sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
     concurrency: int = typer.Option(EPISODES_AT_ONCE, min=1, help="Episodes at once."),
     max_turns: int = typer.Option(TURN_LIMIT, min=2, help="Turn limit per episode."),
     config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),

@@ -25,8 +25,7 @@ from terminus.errors import TerminusError
 from terminus.mcp_http import HEADER_TIMEOUT_S
 from terminus.models.openai_compat import MissingKeyError, PolicyError
 from terminus.models.serve import free_port, vllm_server
-from terminus.runspec import SandboxSpec
-from terminus.sandbox import BACKENDS
+from terminus.sandbox import Backend, SandboxSpec
 from terminus.sandbox.copying import check_copy_size, in_git_work_tree
 
 POLICIES = ("scripted", "openai", "transformers", "vllm")
@@ -54,7 +53,7 @@ def mcp_command(
     api_key_env: str = typer.Option(
         None, help="Variable holding the endpoint's API key (default: OPENAI_API_KEY, none needed for local servers)."
     ),
-    sandbox: str = typer.Option(None, help=f"{' | '.join(BACKENDS)} (default: bwrap where installed)."),
+    sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
     image: str = typer.Option(
         None, help="Image for --sandbox docker (default: the registry-free host image) or apptainer (needed)."
     ),
@@ -96,8 +95,6 @@ def mcp_command(
     """
     if policy not in POLICIES:
         raise TerminusError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
-    if sandbox and sandbox not in BACKENDS:
-        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
     if print_config is not None:
         flags = {"--repo": repo and str(repo.expanduser().resolve()), "--policy": policy, "--model": model,
                  "--base-url": base_url, "--api-key-env": api_key_env, "--sandbox": sandbox, "--image": image,

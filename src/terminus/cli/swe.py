@@ -13,7 +13,7 @@ from terminus.cli.support import check_output
 from terminus.config import schema_default
 from terminus.errors import TerminusError
 from terminus.io import write_json_atomic, write_jsonl_atomic, write_text_atomic
-from terminus.sandbox import BACKENDS
+from terminus.sandbox import Backend, SandboxSpec
 
 # Instances at once: the corpus stage's SWE validation setting, the one home of that default.
 INSTANCES_AT_ONCE = schema_default("tasks", "swe", "concurrency")
@@ -81,16 +81,17 @@ BIND_HELP = (
 )
 
 
-def _options(sandbox: str, docker_url: str | None, binds: list[str] | None = None) -> dict:
-    if sandbox not in BACKENDS:
-        raise TerminusError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(BACKENDS)}")
-    options: dict = {"base_url": docker_url} if docker_url and sandbox == "docker" else {}
+def _check_binds(binds: list[str] | None) -> list[str]:
     for path in binds or []:
         if not path.startswith("/") or not Path(path).exists():
             raise TerminusError(f"--bind {path}: not an absolute path that exists on this machine")
-    if binds:
-        options["binds"] = list(binds)
-    return options
+    return list(binds or [])
+
+
+def _spec(sandbox: Backend | None, docker_url: str | None, binds: list[str] | None = None) -> SandboxSpec:
+    """The command's sandbox: the backend, --bind's host paths, docker's engine; each instance brings its image
+    and its row's binds into it (`SandboxSpec.for_task`)."""
+    return SandboxSpec(sandbox, binds=tuple(_check_binds(binds)), docker_url=docker_url)
 
 
 @app.command("grade")
@@ -101,7 +102,7 @@ def grade_command(
         help="SWE-bench JSONL {instance_id, model_name_or_path, model_patch} "
         "(or SWE-Bench Pro's JSON list {instance_id, patch, prefix}).",
     ),
-    sandbox: str = typer.Option(..., help=f"Backend: {', '.join(BACKENDS)}."),
+    sandbox: Backend = typer.Option(..., help="Sandbox backend."),
     out: Path = typer.Option(..., help="Report: {instance_id: {resolved, fail_to_pass, pass_to_pass}}."),
     split: str = typer.Option(None, help="Split of a hub dataset (default: the benchmark's, else test)."),
     benchmark: str = typer.Option(None, help="configs/benchmarks/<name>.yaml: images, test commands, parsers."),
@@ -118,7 +119,7 @@ def grade_command(
     from terminus.swe.predictions import read_predictions
     from terminus.swe.record import file_names
 
-    options = _options(sandbox, docker_url, bind)
+    spec = _spec(sandbox, docker_url, bind)
     check_output(out, "--out")  # before the grading, which a late error would lose
     if logs:
         check_output(logs, "--logs", "folder")
@@ -142,9 +143,7 @@ def grade_command(
     except ValueError as err:
         raise TerminusError(str(err)) from err
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        results = list(
-            pool.map(lambda inst: grade_patch(inst, patches[inst.instance_id], sandbox, options=options), todo)
-        )
+        results = list(pool.map(lambda inst: grade_patch(inst, patches[inst.instance_id], spec), todo))
     report = {r.instance_id: r.report() for r in results}
     write_text_atomic(out, json.dumps(report, indent=1, sort_keys=True) + "\n")
     if logs:
@@ -169,7 +168,7 @@ def grade_command(
 @app.command("validate")
 def validate_command(
     dataset: str = typer.Option(None, help="Rows in a SWE-bench-family schema: a JSONL/JSON/CSV file or a hub id."),
-    sandbox: str = typer.Option(..., help=f"Backend: {', '.join(BACKENDS)}."),
+    sandbox: Backend = typer.Option(..., help="Sandbox backend."),
     out: Path = typer.Option(..., help="The instances that hold (JSON lines of repair instances)."),
     report: Path = typer.Option(None, help="Report JSON (default: <out>.validation.json)."),
     split: str = typer.Option(None, help="Split of a hub dataset."),
@@ -182,12 +181,12 @@ def validate_command(
     """Keep the instances whose F2P fail and P2P pass at base + test patch, and all pass with the gold patch."""
     from terminus.swe.validate import validate_instances
 
-    options = _options(sandbox, docker_url, bind)
+    spec = _spec(sandbox, docker_url, bind)
     report = report or out.with_suffix(".validation.json")
     check_output(out, "--out")
     check_output(report, "--report")
     instances = _instances(dataset, benchmark, split, instance_ids)
-    kept, result = validate_instances(instances, sandbox, options=options, concurrency=concurrency)
+    kept, result = validate_instances(instances, spec, concurrency=concurrency)
     write_jsonl_atomic(out, [i.to_dict() for i in kept])
     write_json_atomic(report, result)
     causes = result["dropped_by_cause"]
@@ -210,10 +209,8 @@ def tasks_command(
     splits: Path = typer.Option(None, help="{repo: split} from `terminus swe select` (default: 0.9/0.05/0.05)."),
     seed: int = typer.Option(0, help="Seed of the queries and splits."),
     bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP + " Recorded in each task's meta.binds."),
-    sandbox: str = typer.Option(
-        None,
-        help=f"Backend of a local repository's test setup ({', '.join(BACKENDS)}; default: bwrap where installed, "
-        "else local).",
+    sandbox: Backend = typer.Option(
+        None, help="Sandbox backend of a local repository's test setup (default: bwrap where installed, else local)."
     ),
     docker_url: str = typer.Option(None, help="Docker engine URL (with --sandbox docker)."),
 ) -> None:
@@ -223,7 +220,7 @@ def tasks_command(
     from terminus.tasks.record import write_tasks
     from terminus.tasks.splits import assign_splits, format_stats
 
-    options = _options(sandbox, docker_url) if sandbox else {}
+    spec = _spec(sandbox, docker_url)
     check_output(out, "--out")
     check_output(out.with_suffix(".stats.json"), "--out")
     chosen = _repair_instances(instances) if instances else _instances(dataset, benchmark, split, None)
@@ -232,13 +229,11 @@ def tasks_command(
         raise TerminusError(
             f"--report {report}: its `observed` is not an object (is it a `terminus swe validate` report?)"
         )
-    for path in bind or []:
-        if not path.startswith("/") or not Path(path).exists():
-            raise TerminusError(f"--bind {path}: not an absolute path that exists on this machine")
+    binds = _check_binds(bind)
     tasks = []
     for inst in chosen:
-        inst.binds = list(dict.fromkeys([*inst.binds, *(bind or [])]))
-        tasks += tasks_for(inst, out, observed.get(inst.instance_id), seed, sandbox, options)
+        inst.binds = list(dict.fromkeys([*inst.binds, *binds]))
+        tasks += tasks_for(inst, out, observed.get(inst.instance_id), seed, spec)
     if not tasks:
         raise TerminusError("no instances, so no tasks")
     by_repo = assign_splits([t.repo for t in tasks], {"train": 0.9, "val": 0.05, "test": 0.05}, seed)

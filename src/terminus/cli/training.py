@@ -9,10 +9,11 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import BACKENDS, _run, app
+from terminus.cli import _run, app
 from terminus.cli.support import TURN_LIMIT
 from terminus.config import load_yaml, stamp
 from terminus.errors import TerminusError
+from terminus.sandbox import Backend
 from terminus.train.export import export
 
 logger = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ def training_summary_command(
     policy: str = typer.Option(
         "transformers", help="How each model generates: transformers (in this process) or vllm (served, batched)."
     ),
-    sandbox: str = typer.Option(None, help=f"Backend: {', '.join(BACKENDS)} (default: the config's `sandbox`)."),
+    sandbox: Backend = typer.Option(None, help="Sandbox backend (default: the config's `sandbox`)."),
     train_tasks: int = typer.Option(
         0, min=0, help="Also run the SFT model on this many of its training tasks (sft.train_fact_recall); 0: none."
     ),

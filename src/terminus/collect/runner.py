@@ -52,18 +52,17 @@ def run_episode(
     trajectory_id: str | None = None,
     query: str | None = None,
     parent_id: str | None = None,
-    engine: dict | None = None,
     fail_alone: bool = False,
 ) -> Trajectory:
     """One subagent episode on a task's snapshot, in the run's sandbox; manifest tasks run their setup first, in
-    their own image. `engine`: make_sandbox's engine options (docker's base_url).
+    their own image (`SandboxSpec.for_task`).
 
     A sandbox that fails to start, or a setup command that fails, raises TaskStartError; with `fail_alone` (GRPO's
     rollouts, where one broken task must not end the batch) it ends this episode alone instead: a `crash` record
     whose error names TaskStartError (`start_failed`)."""
     ident = trajectory_id or task.id
     try:
-        box = make_sandbox(sandbox.for_task(task.image), task.workspace_path(tasks_file), **(engine or {}))
+        box = make_sandbox(sandbox.for_task(task.image), task.workspace_path(tasks_file))
     except SandboxError as err:
         return _start_failed(task, ident, parent_id, policy, sandbox, f"its sandbox did not start: {err}", fail_alone)
     with box:

@@ -29,7 +29,7 @@ class CellRun:
     sub: dict
     benchmark: str
     seed: int
-    sandbox: SandboxSpec  # the run's; an SWE instance brings its own environment, and the backend from here
+    sandbox: SandboxSpec  # the run's; an SWE instance brings its own image and binds into it (`for_task`)
     stamp: dict
     policy: Any  # the subagent's policy, made once for the cell
 

@@ -42,8 +42,8 @@ def swe_episode(inst, cell: CellRun, *, tokenizer: str, timeout_s: float) -> dic
     limits = Limits(output_head_bytes=MAIN_OUTPUT_CHARS // 2, output_tail_bytes=MAIN_OUTPUT_CHARS // 2)
     turns = cell.sub["tool_call_limit"]
     patch, error = "", None
-    # the instance brings its environment (an image, or a local repository): the run's sandbox gives the backend
-    with instance_sandbox(inst, sandbox.backend, limits=limits, for_agent=True) as (box, workdir):
+    # the instance brings its environment (an image, or a local repository) into the run's sandbox
+    with instance_sandbox(inst, sandbox, limits, for_agent=True) as (box, workdir):
         if inst.repo_path:  # a local repository: the workspace is the checkout, tools work on the host copy
             bench_tools = Workbench(box, sandbox, policy, turns)  # its subagent: the run's sandbox
         else:  # an image: the repository is at the image's path; tools and subagent use the container itself
@@ -55,7 +55,7 @@ def swe_episode(inst, cell: CellRun, *, tokenizer: str, timeout_s: float) -> dic
             patch = patch_from_sandbox(box, inst, workdir)
         except Exception as err:  # an unreadable tree is an unresolved instance, recorded
             error = f"{type(err).__name__}: {err}"
-    grade = grade_patch(inst, patch, sandbox.backend, timeout_s=timeout_s)
+    grade = grade_patch(inst, patch, sandbox, timeout_s=timeout_s)
     report = grade.report()
     fields = main_agent_fields(cell, inst.instance_id, inst.language, inst.family, result)
     return SweRecord(

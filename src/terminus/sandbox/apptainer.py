@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import shutil
 
-from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE, ProcessSandbox, SandboxError
 from terminus.sandbox.docker import default_image
+from terminus.sandbox.errors import SandboxError
+from terminus.sandbox.process import ProcessSandbox
+from terminus.sandbox.workspace import INSIDE_CONTROL, INSIDE_STATE
 
 WORKSPACE = "/workspace"
 
@@ -26,6 +28,12 @@ class ApptainerSandbox(ProcessSandbox):
             raise SandboxError("apptainer (or singularity) is not on PATH; it is installed on HPC nodes, not here")
         self.image = image or default_image("apptainer")
         super().__init__(*args, **kwargs)
+
+    @classmethod
+    def from_spec(cls, spec, source, limits, network, **sizes):
+        if spec.binds:
+            raise SandboxError(f"the apptainer sandbox takes no extra binds here (given {', '.join(spec.binds)})")
+        return cls(source, limits, network, image=spec.image, **sizes)
 
     @property
     def inside_home(self) -> str:

@@ -11,10 +11,13 @@ are made over to that uid. As any other user, bwrap maps the command to that sam
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
-from terminus.sandbox.base import INSIDE_CONTROL, INSIDE_STATE, TOOLCHAIN_HOMES, ProcessSandbox, SandboxError
 from terminus.sandbox.binds import parse_binds
+from terminus.sandbox.errors import SandboxError
+from terminus.sandbox.process import TOOLCHAIN_HOMES, ProcessSandbox
+from terminus.sandbox.workspace import INSIDE_CONTROL, INSIDE_STATE
 
 WORKSPACE = "/workspace"
 HOME = "/home/sandbox"
@@ -33,6 +36,9 @@ HIDDEN_HOMES = ("/root", "/home")
 def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
+
+# A path a shell or an exec names: "bash: /home/u/venv/bin/python: No such file or directory".
+_PRIVATE_PATH = re.compile(r"(?<![\w.~/-])(/(?:tmp|home)/[^\s:'\"`;,)]+)")
 
 # Top-level entries of / that the sandbox gets its own (empty or private) version of.
 _PRIVATE = {"proc", "dev", "tmp", "run", "home", "root", "workspace", "toolchains", "lost+found"}
@@ -177,6 +183,18 @@ class BwrapSandbox(ProcessSandbox):
                 "install util-linux, or run terminus as an ordinary user"
             )
         super().__init__(*args, **kwargs)
+
+    @classmethod
+    def from_spec(cls, spec, source, limits, network, **sizes):
+        return cls(source, limits, network, binds=list(spec.binds), **sizes)
+
+    def hidden_host_paths(self, log: str) -> list[str]:
+        """Host paths under /tmp or /home (private here) that the log names or PATH holds, which exist on the host
+        and no bind shows."""
+        bound = {b.partition(":")[0] for b in self.binds}
+        named = [p for p in _PRIVATE_PATH.findall(log) if os.path.exists(p)]
+        on_path = [p for p in self.env().get("PATH", "").split(":") if _PRIVATE_PATH.fullmatch(p) and os.path.isdir(p)]
+        return [p for p in dict.fromkeys(named + on_path) if not any(p == b or p.startswith(b + "/") for b in bound)]
 
     def sandbox_owner(self) -> tuple[int, int] | None:
         return (SANDBOX_UID, SANDBOX_UID) if self.setpriv else None

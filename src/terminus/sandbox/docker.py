@@ -20,18 +20,12 @@ import threading
 import time
 from pathlib import Path
 
-from terminus.sandbox.base import (
-    INSIDE_CONTROL,
-    INSIDE_STATE,
-    CommandResult,
-    Limits,
-    SandboxBase,
-    SandboxError,
-    Workspace,
-)
 from terminus.sandbox.binds import parse_binds
+from terminus.sandbox.errors import SandboxError
 from terminus.sandbox.output import OutputCollector
+from terminus.sandbox.protocol import CommandResult, Limits
 from terminus.sandbox.setid import clear_setid
+from terminus.sandbox.workspace import INSIDE_CONTROL, INSIDE_STATE, SandboxBase, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +143,11 @@ class DockerSandbox(SandboxBase):
         )
         self.container.start()
         self._closed = False
+
+    @classmethod
+    def from_spec(cls, spec, source, limits, network, **sizes):
+        binds = list(spec.binds)
+        return cls(source, limits, network, image=spec.image, binds=binds, base_url=spec.docker_url, **sizes)
 
     def _ensure_running(self) -> None:
         self.container.reload()

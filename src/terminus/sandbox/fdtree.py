@@ -1,7 +1,7 @@
 """Whole-tree host work below folders that code in a sandbox (or a repository) can write: walking, copying, removing.
 
 `hostfs` reads and writes one file; this module does what touches many: the copy of a repository into a workspace
-(`copying`), the removal of a workspace or a run root (`tmproot`, `base.Workspace.remove`). The same rule holds
+(`copying`), the removal of a workspace or a run root (`tmproot`, `workspace.Workspace.remove`). The same rule holds
 (docs/ARCHITECTURE.md, "The sandbox boundary"): no path the sandbox could write is ever followed. Every component
 is opened relative to its parent's file descriptor with `O_NOFOLLOW`, on the side read and the side written alike;
 a path that passes through a link, leaves its folder (`..`) or names nothing (`.`, an empty component) is refused,

@@ -3,7 +3,7 @@ network isolation. For machines without bubblewrap, and as the fastest backend f
 
 from __future__ import annotations
 
-from terminus.sandbox.base import ProcessSandbox
+from terminus.sandbox.process import ProcessSandbox
 
 
 class LocalSandbox(ProcessSandbox):

@@ -22,11 +22,14 @@ from collections import defaultdict
 from pathlib import Path
 
 from terminus.io import write_text_atomic
-from terminus.swe.grade import GradeError, checkout, diff_from_sandbox, instance_sandbox, setup_tests_commands
+from terminus.sandbox import SandboxSpec
+from terminus.swe.environment import diff_from_sandbox, instance_sandbox
+from terminus.swe.gitops import checkout
+from terminus.swe.grade import setup_tests_commands
 from terminus.swe.history import hide_history
 from terminus.swe.parsers import PASSING
 from terminus.swe.patchcheck import files_after, patch_problem
-from terminus.swe.record import RepairInstance, file_stem
+from terminus.swe.record import GradeError, RepairInstance, file_stem
 from terminus.tasks.queries import OPENINGS, RESTRICTIONS, TEMPLATES
 from terminus.tasks.record import Task
 from terminus.tasks.splits import SHORT, assign_splits, corpus_stats
@@ -120,12 +123,12 @@ def _query(task_type: str, inst: RepairInstance, rng: random.Random) -> str:
     return (rng.choice(OPENINGS) + text + restriction).strip()
 
 
-def tests_in_place(inst: RepairInstance, backend: str | None = None, options: dict | None = None) -> bytes:
+def tests_in_place(inst: RepairInstance, spec: SandboxSpec) -> bytes:
     """The diff, against the base commit, that the instance's test setup makes (SWE-Bench Pro's
     `before_repo_set_cmd`, or the test patch), made in a sandbox over a clone with the whole history (Pro's setup
     checks the test files out of the fix commit). The setup commands are the dataset's: like every command of a
     row, they run in a sandbox, never on the host."""
-    with instance_sandbox(inst, backend, options) as (box, workdir):
+    with instance_sandbox(inst, spec) as (box, workdir):
         for command in setup_tests_commands(inst, workdir):
             done = box.run(command, 600)
             if done.exit_code != 0:
@@ -134,12 +137,12 @@ def tests_in_place(inst: RepairInstance, backend: str | None = None, options: di
         return diff_from_sandbox(box, inst, workdir)
 
 
-def snapshot(inst: RepairInstance, dest: Path, backend: str | None = None, options: dict | None = None) -> Path:
+def snapshot(inst: RepairInstance, dest: Path, spec: SandboxSpec) -> Path:
     """A local-repository instance at base + test patch, as the folder its tasks' episodes start from. Its .git
     holds the base commit alone (`base_git`): no later commit, so no fix to read, and the size of one tree; the
-    test patch is in the working tree, uncommitted. The setup runs in a sandbox of `backend` (None: the default
-    one); the host applies the diff it made, fed to git apply on stdin (no file in a shared temp folder)."""
-    diff = tests_in_place(inst, backend, options) if inst.test_setup or inst.test_patch.strip() else b""
+    test patch is in the working tree, uncommitted. The setup runs in a sandbox of `spec` (the run's); the host
+    applies the diff it made, fed to git apply on stdin (no file in a shared temp folder)."""
+    diff = tests_in_place(inst, spec) if inst.test_setup or inst.test_patch.strip() else b""
     problem = patch_problem(diff.decode("utf-8", errors="replace"))
     if problem:
         raise GradeError(f"{inst.instance_id}: putting the tests in place made a diff that is refused: {problem}")
@@ -159,15 +162,14 @@ def tasks_for(
     tasks_file: Path,
     observed: dict | None = None,
     seed: int = 0,
-    backend: str | None = None,
-    options: dict | None = None,
+    spec: SandboxSpec = SandboxSpec(),
 ) -> list[Task]:
     """The corpus tasks of one instance; local repositories get a snapshot under repos/ next to the task file,
-    their test setup run in a sandbox of `backend` (None: the default one)."""
+    their test setup run in a sandbox of `spec` (the run's; by default the default backend)."""
     base = f"swe-{slug(inst.instance_id)}"
     workspace, image, setup = None, inst.image, []
     if inst.repo_path:
-        snapshot(inst, Path(tasks_file).parent / "repos" / base, backend, options)
+        snapshot(inst, Path(tasks_file).parent / "repos" / base, spec)
         workspace = f"repos/{base}"
     else:
         # the test setup first (Pro's checks the tests out of the fix commit), then the history after the base
@@ -246,9 +248,7 @@ def select_rebench(rows: list[dict], cfg: dict, exclude_repos: set[str]) -> tupl
     return chosen, splits
 
 
-def build_swe_corpus(
-    swe_cfg: dict, out: Path, backend: str | None, seed: int = 0, options: dict | None = None
-) -> dict:
+def build_swe_corpus(swe_cfg: dict, out: Path, spec: SandboxSpec, seed: int = 0) -> dict:
     """The paper's real-repository corpus in one step: the selection (`swe_cfg["config"]`, e.g. SWE-rebench-V2),
     validated in the instances' images when `swe_cfg["validate"]` (dropped ones counted), then corpus tasks.
     Writes `out` (tasks), `<out>.validation.json` and `<out>.stats.json`; returns the stats."""
@@ -274,16 +274,13 @@ def build_swe_corpus(
         # the progress file keeps each instance's outcome through a kill (a job cut off at its time limit)
         instances, report = validate_instances(
             instances,
-            backend,
-            options=options,
+            spec,
             concurrency=swe_cfg["concurrency"],
             progress=out.with_suffix(".validation.progress.jsonl"),
         )
     write_text_atomic(out.with_suffix(".validation.json"), json.dumps(report, indent=1, default=str) + "\n")
     tasks = [
-        t
-        for inst in instances
-        for t in tasks_for(inst, out, report["observed"].get(inst.instance_id), seed, backend, options)
+        t for inst in instances for t in tasks_for(inst, out, report["observed"].get(inst.instance_id), seed, spec)
     ]
     write_tasks(out, sorted(tasks, key=lambda t: t.id))
     validation = {k: report[k] for k in ("instances", "kept", "dropped")}

@@ -1,4 +1,5 @@
-"""The repair instance (what the main agent is given and how it is graded) and the grade of one prediction.
+"""The repair instance (what the main agent is given and how it is graded), the grade of one prediction, and
+`GradeError` (an instance that cannot be graded: its environment, its git, a patch refused).
 
 Every SWE-bench-family adapter maps its rows to `RepairInstance`; everything downstream (sandboxes, grading,
 validation, corpus tasks, predictions) reads only this record, never a family's own field names.
@@ -10,9 +11,14 @@ import hashlib
 import re
 from dataclasses import asdict, dataclass, field, fields
 
+from terminus.errors import TerminusError
 from terminus.tasks.manifest import SAFE_ID
 
 SCHEMA = "terminus.swe-instance/1"
+
+
+class GradeError(TerminusError, RuntimeError):
+    pass
 
 
 def file_stem(instance_id: str, limit: int = 120) -> str:

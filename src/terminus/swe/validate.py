@@ -5,6 +5,7 @@ counted, as registry mutants are."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -15,8 +16,9 @@ from pathlib import Path
 
 from terminus.collect import provenance as prov
 from terminus.io import drop_report
-from terminus.sandbox import Limits
-from terminus.swe.grade import NO_RESULT, grade_in_sandbox, instance_sandbox
+from terminus.sandbox import Limits, SandboxSpec
+from terminus.swe.environment import instance_sandbox
+from terminus.swe.grade import NO_RESULT, grade_in_sandbox
 from terminus.swe.record import GradeResult, RepairInstance
 
 log = logging.getLogger(__name__)
@@ -25,30 +27,28 @@ ENVIRONMENT = "environment:"
 
 def grade_both(
     inst: RepairInstance,
-    backend: str | None,
-    options: dict | None = None,
+    spec: SandboxSpec,
     timeout_s: float = 1800.0,
     limits: Limits | None = None,
 ) -> tuple[GradeResult, GradeResult]:
     """(the empty patch's grade: base + test patch; the gold patch's grade), each in a fresh sandbox."""
-    with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+    with instance_sandbox(inst, spec, limits) as (box, workdir):
         before = grade_in_sandbox(box, inst, workdir, "", timeout_s)
-    with instance_sandbox(inst, backend, options, limits) as (box, workdir):
+    with instance_sandbox(inst, spec, limits) as (box, workdir):
         after = grade_in_sandbox(box, inst, workdir, inst.gold_patch, timeout_s)
     return before, after
 
 
 def check_instance(
     inst: RepairInstance,
-    backend: str | None,
-    options: dict | None = None,
+    spec: SandboxSpec,
     timeout_s: float = 1800.0,
     limits: Limits | None = None,
 ) -> tuple[str | None, dict]:
     """(why the instance is dropped, or None; what was observed). Each run is in a fresh sandbox."""
     observed: dict = {}
     try:
-        before, after = grade_both(inst, backend, options, timeout_s, limits)
+        before, after = grade_both(inst, spec, timeout_s, limits)
     except Exception as err:  # an environment that cannot even start is a reason to drop, not to stop
         return f"{ENVIRONMENT} {type(err).__name__}: {err}", observed
     observed = {"before": _summary(before), "after": _summary(after)}
@@ -96,8 +96,7 @@ def _summary(result: GradeResult) -> dict:
 
 def _checked(
     instances: list[RepairInstance],
-    backend: str | None,
-    options: dict | None,
+    spec: SandboxSpec,
     timeout_s: float,
     limits: Limits | None,
     concurrency: int,
@@ -108,15 +107,14 @@ def _checked(
 
     def one(inst: RepairInstance) -> dict:
         start = time.perf_counter()
-        reason, observed = check_instance(inst, backend, options, timeout_s, limits)
+        reason, observed = check_instance(inst, spec, timeout_s, limits)
         duration = round(time.perf_counter() - start, 3)  # to the timings sidecar, not the record
         return {"instance_id": inst.instance_id, "reason": reason, "observed": observed, "duration_s": duration}
 
     described = json.dumps([i.to_dict() for i in instances], sort_keys=True, default=str)
     inputs = {
         "instances_sha256": hashlib.sha256(described.encode()).hexdigest()[:16],
-        "backend": backend,
-        "options": json.loads(json.dumps(options or {}, sort_keys=True, default=str)),
+        "sandbox": json.loads(json.dumps(dataclasses.asdict(spec), sort_keys=True)),
         "timeout_s": timeout_s,
         "limits": repr(limits),
     }
@@ -134,24 +132,24 @@ def _checked(
 
 def validate_instances(
     instances: list[RepairInstance],
-    backend: str | None,
+    spec: SandboxSpec,
     *,
     concurrency: int,
-    options: dict | None = None,
     timeout_s: float = 1800.0,
     limits: Limits | None = None,
     progress: Path | None = None,
 ) -> tuple[list[RepairInstance], dict]:
-    """The instances that hold, and a report: counts, and the reason for every dropped instance.
+    """The instances that hold, and a report: counts, and the reason for every dropped instance. Each instance runs
+    in sandboxes of `spec` (the run's), in its own environment (`instance_sandbox`).
 
     `progress`: a JSON-lines file of each instance's outcome as it is checked (`terminus.collect.runner.run_jobs`:
     kept through a kill, keyed by the instances and the environment), so that a stage cut off at its slurm time
     limit and run again checks only the instances it had not."""
     if progress is None:
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            outcomes = list(pool.map(lambda i: check_instance(i, backend, options, timeout_s, limits), instances))
+            outcomes = list(pool.map(lambda i: check_instance(i, spec, timeout_s, limits), instances))
     else:
-        outcomes = _checked(instances, backend, options, timeout_s, limits, concurrency, Path(progress))
+        outcomes = _checked(instances, spec, timeout_s, limits, concurrency, Path(progress))
     kept, dropped, observed = [], {}, {}
     for inst, (reason, seen) in zip(instances, outcomes, strict=True):
         observed[inst.instance_id] = seen

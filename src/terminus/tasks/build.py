@@ -175,13 +175,13 @@ def _manifests(paths: list[str], repos_dir: Path) -> list[Task]:
     return tasks
 
 
-def _swe(swe: dict, out: Path, seed: int, backend: str | None, report: dict) -> list[Task]:
+def _swe(swe: dict, out: Path, seed: int, sandbox: SandboxSpec, report: dict) -> list[Task]:
     """Real-repository tasks (terminus.swe: the selection, validated in its images), built under swe/ beside `out`;
     their snapshot paths are re-rooted at `out`'s folder."""
     from terminus.swe.corpus import build_swe_corpus
 
     swe_out = out.parent / "swe" / "tasks.jsonl"
-    report["swe"] = build_swe_corpus(swe, swe_out, backend, seed)
+    report["swe"] = build_swe_corpus(swe, swe_out, sandbox, seed)
     tasks = load_tasks(swe_out)
     for task in tasks:
         if task.workspace:
@@ -217,7 +217,7 @@ def build_corpus(run: RunSpec, out: Path, show_progress: bool = True) -> list[Ta
             tasks += _registry(reg, seed, repos_dir, step, report, run.sandbox)
         tasks += _manifests(cfg.get("manifests") or [], repos_dir)
         if (cfg.get("swe") or {}).get("enabled"):
-            tasks += _swe(cfg["swe"], out, seed, run.sandbox.backend, report)
+            tasks += _swe(cfg["swe"], out, seed, run.sandbox, report)
     if not tasks:
         raise CorpusError("the config enables no source that gives tasks")
     splits = assign_splits([t.repo for t in tasks], cfg["splits"], seed)
