@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import tempfile
 import types
@@ -15,20 +16,33 @@ from pathlib import Path
 
 from terminus.errors import TerminusError
 
+log = logging.getLogger(__name__)
 
-def write_text_atomic(path: Path | str, text: str) -> None:
+
+def write_bytes_atomic(path: Path | str, data: bytes) -> None:
+    """The one atomic write: a temporary file beside `path`, fsynced, renamed over it, then the folder fsynced so
+    that the rename itself survives a power cut (without that, a crash can leave the old name or none)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def write_text_atomic(path: Path | str, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_json_atomic(path: Path | str, payload: dict) -> None:
@@ -52,20 +66,30 @@ _NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or 
 
 
 def read_jsonl(
-    path: Path | str, fields: dict | Callable[[dict], dict | None] | None = None, *, required: Iterable[str] = ()
+    path: Path | str,
+    fields: dict | Callable[[dict], dict | None] | None = None,
+    *,
+    required: Iterable[str] = (),
+    torn_tail: bool = False,
 ) -> list[dict]:
     """Every record of a JSON-lines file, each checked as it is read: a missing file is FileNotFoundError; a line
     that is not UTF-8, not JSON, not an object, lacks a `required` field or has a field of the wrong type (`fields`:
     a spec, or a function of the record giving one) is a RecordError naming the file, the line and the problem.
 
-    Strict: no line is skipped. (Readers that resume a half-written log, where a kill may have cut the last line,
-    read it themselves: collect's `.part` files, SFT's live metrics log.) Lines are split at newlines only, not at
-    the other line breaks `str.splitlines` knows, which JSON strings may hold raw (U+2028, form feed)."""
+    Strict: no line is skipped, except with `torn_tail` the last line when it is no JSON: a log appended to as a
+    run goes and read back when it resumes (collect's `.part` files, SFT's live metrics log) may have been cut
+    there by a kill, and that record is then redone or lost, not an error. Lines are split at newlines only, not
+    at the other line breaks `str.splitlines` knows, which JSON strings may hold raw (U+2028, form feed)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
     records = []
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+    lines = path.read_bytes().split(b"\n")
+    last = max((i for i, raw in enumerate(lines, 1) if raw.strip()), default=0)
+    for number, raw in enumerate(lines, 1):
+        if torn_tail and number == last and _torn(raw):
+            log.info("%s:%d is incomplete (a kill cut it short); dropped", path, number)
+            continue
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -79,6 +103,15 @@ def read_jsonl(
         records.append(check_record(record, fields(record) if callable(fields) else fields, f"{path}:{number}",
                                     required))  # fmt: skip
     return records
+
+
+def _torn(raw: bytes) -> bool:
+    """A last line that a kill cut short does not parse (a record is an object: no prefix of one is JSON)."""
+    try:
+        json.loads(raw)
+    except ValueError:  # not UTF-8 or not JSON
+        return True
+    return False
 
 
 def check_record(record: object, fields: dict | None, where: str, required: Iterable[str] = ()) -> dict:

@@ -18,19 +18,18 @@ was interrupted.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.agent.trajectory import Trajectory
 from terminus.collect import provenance as prov
-from terminus.io import write_jsonl_atomic
+from terminus.io import read_jsonl, write_jsonl_atomic
 from terminus.runspec import SandboxSpec
 from terminus.sandbox import SandboxError, make_sandbox
 from terminus.tasks.record import Task, TaskFileError
@@ -156,26 +155,12 @@ class ResumableJsonl:
         self.records: dict[str, dict] = {}
         self.times: dict[str, dict] = {}
         if self.out.is_file():  # a finished run: keep it; new keys are appended through the part file
-            for line in self.out.read_text().splitlines():
-                if line.strip():
-                    record = json.loads(line)
-                    self.records[record[key]] = record
-        if self.part.is_file():
-            for number, line in enumerate(self.part.read_text().splitlines(), 1):
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:  # the line a kill -9 cut short: that episode runs again
-                    log.info("%s:%d is incomplete; that record will be redone", self.part, number)
-                    continue
-                self.records[record[key]] = record
+            self.records = {r[key]: r for r in read_jsonl(self.out, required=(key,))}
+        if self.part.is_file():  # a kill -9 may have cut its last line: that episode runs again
+            self.records |= {r[key]: r for r in read_jsonl(self.part, required=(key,), torn_tail=True)}
         for timings in (self.timings, self.timings_part):  # the finished file, then what a killed run appended
             if timings.is_file():
-                for line in timings.read_text().splitlines():
-                    try:
-                        t = json.loads(line)
-                        self.times[t["id"]] = t
-                    except (json.JSONDecodeError, KeyError, TypeError):
-                        continue
+                self.times |= {t["id"]: t for t in read_jsonl(timings, required=("id",), torn_tail=True)}
         if provenance is not None:
             changed = prov.differs(self.out, provenance) if self.records and not self.out.is_file() else ""
             if changed:
@@ -232,20 +217,20 @@ class ResumableJsonl:
         return ordered
 
 
-async def _gather(jobs: list[tuple[str, Callable[[], dict]]], store: ResumableJsonl, concurrency: int, bar) -> None:
-    gate = asyncio.Semaphore(concurrency)
-    loop = asyncio.get_running_loop()
-    # Our own pool: asyncio's default one has min(32, cores + 4) threads, which would cap concurrency at 6 here.
+def _gather(jobs: list[tuple[str, Callable[[], dict]]], store: ResumableJsonl, concurrency: int, bar) -> None:
+    """The jobs on `concurrency` threads (the pool is the only bound needed), each record stored as its job ends.
+    A job that raises ends the run: jobs not yet started are cancelled; what was stored stays in the part file."""
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="episode") as pool:
-
-        async def one(key: str, job: Callable[[], dict]) -> None:
-            async with gate:
-                record = await loop.run_in_executor(pool, job)
-                clean, timing = split_timings(record, store.key)
+        futures = [pool.submit(job) for _, job in jobs]
+        try:
+            for future in as_completed(futures):
+                clean, timing = split_timings(future.result(), store.key)
                 store.add(clean, timing)
                 bar()
-
-        await asyncio.gather(*(one(k, j) for k, j in jobs))
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def run_jobs(
@@ -272,7 +257,7 @@ def run_jobs(
     try:
         with Progress(*columns, disable=not show_progress) as progress:
             bar = progress.add_task(label, total=len(jobs), completed=len(jobs) - len(todo))
-            asyncio.run(_gather(todo, store, concurrency, lambda: progress.advance(bar)))
+            _gather(todo, store, concurrency, lambda: progress.advance(bar))
     except BaseException:
         store.close()  # what finished stays in the part files for the next run
         raise
