@@ -4,11 +4,14 @@ results folder (a run's `results/<run>/` or the committed `results/cached/`) lai
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from pathlib import Path
 
 import pandas as pd
+
+from terminus.io import read_jsonl, write_bytes_atomic
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ def load(results: Path, name: str):
     if path.suffix == ".csv":
         return pd.read_csv(path)
     if path.suffix == ".jsonl":
-        return pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
+        return pd.DataFrame(read_jsonl(path))
     return json.loads(path.read_text())
 
 
@@ -89,10 +92,6 @@ def footnote(fig, text: str) -> None:
 def save(fig, figures: Path, name: str) -> None:
     """Write the figure to `<figures>/<name>.png` (atomically) and show it in the notebook, once, as that PNG, with
     the path it was written to. Returns nothing, so that a cell ending on it shows the figure, not a path."""
-    import io
-    import os
-    import tempfile
-
     import matplotlib.pyplot as plt
 
     path = Path(figures) / f"{name}.png"
@@ -100,10 +99,7 @@ def save(fig, figures: Path, name: str) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=120)
     plt.close(fig)  # the inline backend would show it a second time at the end of the cell
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.", suffix=".png")
-    with os.fdopen(fd, "wb") as out:
-        out.write(buffer.getvalue())
-    os.replace(tmp, path)
+    write_bytes_atomic(path, buffer.getvalue())
     log.info("figure written to %s", path)
     try:
         from IPython import get_ipython

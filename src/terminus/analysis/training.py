@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from terminus.analysis.notebook import footnote
+from terminus.io import read_jsonl
 from terminus.stats import mean_interval
 
 
@@ -62,7 +63,7 @@ def load_learning(results: Path) -> dict[int, dict] | None:
         return None
 
     def frame(path: Path) -> pd.DataFrame:
-        return pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
+        return pd.DataFrame(read_jsonl(path))
 
     def before_after(path: Path) -> dict | None:
         return json.loads(path.read_text()).get("report") if path.is_file() else None

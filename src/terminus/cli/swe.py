@@ -12,7 +12,7 @@ import typer
 from terminus.cli.support import check_output
 from terminus.config import schema_default
 from terminus.errors import TerminusError
-from terminus.io import write_json_atomic, write_jsonl_atomic, write_text_atomic
+from terminus.io import RecordError, read_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from terminus.sandbox import Backend, SandboxSpec
 
 # Instances at once: the corpus stage's SWE validation setting, the one home of that default.
@@ -64,14 +64,17 @@ def _json_object(path: Path, flag: str) -> dict:
 def _repair_instances(path: Path) -> list:
     from terminus.swe.record import RepairInstance
 
+    _text(path, "--instances")  # missing, or not UTF-8: one line naming the flag
+    try:
+        records = read_jsonl(path)
+    except RecordError as err:
+        raise TerminusError(f"--instances {err}") from None
     instances = []
-    for number, line in enumerate(_text(path, "--instances").splitlines(), 1):
-        if not line.strip():
-            continue
+    for number, record in enumerate(records, 1):
         try:
-            instances.append(RepairInstance.from_dict(json.loads(line)))
-        except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError; a wrong shape is a TypeError
-            raise TerminusError(f"--instances {path}:{number}: not a repair instance ({err})") from err
+            instances.append(RepairInstance.from_dict(record))
+        except (ValueError, TypeError) as err:  # a field it does not know, or one it lacks
+            raise TerminusError(f"--instances {path} record {number}: not a repair instance ({err})") from err
     return instances
 
 

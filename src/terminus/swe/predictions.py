@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from terminus.errors import TerminusError
-from terminus.io import write_text_atomic
+from terminus.io import RecordError, read_jsonl, write_text_atomic
 
 FORMATS = ("swebench", "pro")
 
@@ -62,9 +62,11 @@ def read_predictions(path: Path | str) -> dict[str, object]:
             else:
                 records = [{"instance_id": k, **v} if isinstance(v, dict) else v for k, v in loaded.items()]
         else:
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+            records = read_jsonl(path)
     except json.JSONDecodeError as err:
         raise PredictionsError(f"{path}: not JSON or JSON lines ({err.msg} at line {err.lineno})") from None
+    except RecordError as err:
+        raise PredictionsError(str(err)) from None
     out: dict[str, object] = {}
     for i, record in enumerate(records):
         if not isinstance(record, dict):

@@ -22,7 +22,6 @@ their entry, and types are checked (`facts` a mapping, `setup` a list of command
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from terminus.errors import TerminusError
-from terminus.io import ensure_inside
+from terminus.io import RecordError, ensure_inside, read_jsonl
 from terminus.tasks.record import TASK_TYPES
 
 REQUIRED = ("id", "repo", "commit", "image", "language", "task_type", "facts")
@@ -61,13 +60,9 @@ def load_manifest(path: Path) -> list[dict]:
     path = Path(path)
     if not path.is_file():
         raise ManifestError(f"manifest {path} does not exist")
-    text = path.read_text()
     try:
-        if path.suffix == ".jsonl":
-            entries = [json.loads(line) for line in text.splitlines() if line.strip()]
-        else:
-            entries = yaml.safe_load(text) or []
-    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        entries = read_jsonl(path) if path.suffix == ".jsonl" else yaml.safe_load(path.read_text()) or []
+    except (RecordError, yaml.YAMLError) as err:
         raise ManifestError(f"manifest {path} cannot be parsed: {err}") from None
     if not isinstance(entries, list):
         raise ManifestError(f"manifest {path} must be a list of entries")

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import jsonschema
-
 from terminus.errors import TerminusError
-from terminus.io import write_jsonl_atomic
+from terminus.io import RecordError, read_jsonl, write_jsonl_atomic
 
 SCHEMA = "terminus.task/1"
 SOURCES = ("synthetic", "registry", "manifest")
@@ -101,6 +98,11 @@ class TaskFileError(TerminusError, ValueError):
 
 
 def validate_record(record: dict, where: str = "task") -> None:
+    # Imported here, not at the top: jsonschema alone loads in ~60 ms, but where jupyter's format extras installed
+    # rfc3987-syntax (this project's environment does) its grammar compiles on import, ~0.8 s, and every stage
+    # and `terminus --help` import this module.
+    import jsonschema
+
     try:
         jsonschema.validate(record, JSON_SCHEMA)
     except jsonschema.ValidationError as err:
@@ -114,18 +116,12 @@ def load_tasks(path: Path) -> list[Task]:
     if not path.is_file():
         raise TaskFileError(f"task file {path} does not exist (build it with `terminus tasks build`)")
     try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise TaskFileError(f"task file {path}: not UTF-8 text (byte {err.start})") from None
+        records = read_jsonl(path)
+    except RecordError as err:  # a task file's errors are TaskFileErrors, which callers catch by name
+        raise TaskFileError(f"task file {err}") from None
     tasks = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise TaskFileError(f"{path}:{number}: not JSON ({err.msg})") from None
-        validate_record(record, f"{path}:{number}")
+    for number, record in enumerate(records, 1):
+        validate_record(record, f"{path} record {number}")
         tasks.append(Task(**record))
     ids = [t.id for t in tasks]
     if len(ids) != len(set(ids)):

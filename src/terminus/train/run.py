@@ -13,7 +13,7 @@ from transformers import TrainerCallback
 
 from terminus.collect.provenance import model_stamp
 from terminus.config import resolve, resolve_model
-from terminus.io import append_jsonl, write_json_atomic, write_jsonl_atomic
+from terminus.io import append_jsonl, read_jsonl, write_json_atomic, write_jsonl_atomic
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class MetricsJsonl(TrainerCallback):
         if not state.is_world_process_zero or not self.path.is_file():
             return
         # a segment's closing row (train_runtime, ...) is written again by the segment that finishes the run
-        rows = _whole_lines(self.path)
+        rows = read_jsonl(self.path, torn_tail=True)  # a kill may have cut its last line
         kept = [r for r in rows if r.get("step", 0) <= state.global_step and "train_runtime" not in r]
         write_jsonl_atomic(self.path, kept)
         if kept:
@@ -50,23 +50,11 @@ class MetricsJsonl(TrainerCallback):
         append_jsonl(self.path, {"step": state.global_step, "epoch": state.epoch, **logs})
 
 
-def _whole_lines(path: Path) -> list[dict]:
-    """The records of a log that a kill may have cut inside its last line (append_jsonl writes whole lines, but a
-    log from an older version may not end in one)."""
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            log.warning("%s: dropped a partial line", path)
-    return rows
-
-
 def publish_metrics(output_dir: Path | str) -> Path:
     """<output_dir>/metrics.jsonl, the whole run's log, written atomically from the live log."""
     output_dir = Path(output_dir)
     live, out = output_dir / LIVE_LOG, output_dir / METRICS
-    write_jsonl_atomic(out, _whole_lines(live) if live.is_file() else [])
+    write_jsonl_atomic(out, read_jsonl(live, torn_tail=True) if live.is_file() else [])
     return out
 
 

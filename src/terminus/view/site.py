@@ -12,14 +12,13 @@ import hashlib
 import html
 import json
 import logging
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
+from terminus.io import write_text_atomic
 from terminus.view.read import Episode, command_steps, load, status
 
 log = logging.getLogger(__name__)
@@ -157,14 +156,6 @@ def _slug(text: str, used: set[str]) -> str:
     return slug
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-    os.replace(tmp, path)
-
-
 def write_site(source: Path, out: Path, verdicts: Path | None = None, tasks: Path | None = None) -> Path:
     """Writes `out/index.html` and one page per episode under `out/episodes/`; returns the index's path."""
     sections = load(Path(source), verdicts, tasks)
@@ -175,11 +166,11 @@ def write_site(source: Path, out: Path, verdicts: Path | None = None, tasks: Pat
         for ep in section.episodes:
             key = ep.record.get("key") or ep.record.get("id") or ep.record.get("task_id") or "episode"
             ep.page = _slug(str(key), used) + ".html"
-            _write(episodes / ep.page, trajectory_page(ep) if ep.kind == "trajectory" else eval_page(ep))
+            write_text_atomic(episodes / ep.page, trajectory_page(ep) if ep.kind == "trajectory" else eval_page(ep))
     total = sum(len(s.episodes) for s in sections)
     index = out / "index.html"
     page = _render("index.html.j2", title="terminus episodes", source=source, total=total, sections=sections,
                    headers=HEADERS, row_cells=row_cells)  # fmt: skip
-    _write(index, page)
+    write_text_atomic(index, page)
     log.info("wrote %s and %d episode pages", index, total)
     return index
