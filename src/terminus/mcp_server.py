@@ -41,6 +41,7 @@ from terminus.mcp_http import HEADER_TIMEOUT_S, LOOPBACK, listen, serve_http  # 
 from terminus.mcp_stdio import serve_stdio
 from terminus.models import make_policy
 from terminus.models.openai_compat import api_key_from_env
+from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Sandbox, SandboxError, SandboxSpec, default_backend, make_sandbox
 from terminus.sandbox.docker import default_image
 from terminus.sandbox.tmproot import remove_own_root
@@ -108,7 +109,7 @@ def make_server_policy(settings: ServerSettings):
         if key:
             options["api_key"] = key
     policy = make_policy(settings.policy, model=settings.model, base_url=settings.base_url, **options)
-    return _OneAtATime(policy) if settings.policy in ("transformers", "vllm") else policy
+    return _OneAtATime(policy) if settings.policy in LOCAL_POLICIES else policy
 
 
 @dataclass

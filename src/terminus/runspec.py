@@ -14,6 +14,9 @@ from pathlib import Path
 from terminus.config import load_config, run_dir
 from terminus.sandbox.spec import SandboxSpec
 
+POLICIES = ("scripted", "openai", "transformers", "vllm")  # what `terminus.models.make_policy` builds
+LOCAL_POLICIES = ("transformers", "vllm")  # a model on this machine: its GPU, not a price per token
+
 
 @dataclass(frozen=True)
 class TasksSection:

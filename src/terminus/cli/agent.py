@@ -34,6 +34,7 @@ from terminus.config import ROOT
 from terminus.errors import TerminusError
 from terminus.models import make_policy
 from terminus.models.openai_compat import PolicyError, api_key_from_env
+from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Backend, SandboxSpec, default_backend, make_sandbox
 from terminus.train.tiny import build_tiny_model, corpus_texts
 
@@ -277,7 +278,7 @@ def exec_subagent(
             traj = agent.run(query, description, save_to=trajectory)
     if traj.termination == "crash":  # e.g. the endpoint went away: one line, non-zero exit
         raise TerminusError(f"the episode crashed: {shown(str(traj.error))}")
-    cost = cost_summary(traj, price, policy in ("transformers", "vllm"))
+    cost = cost_summary(traj, price, policy in LOCAL_POLICIES)
     if as_json:
         typer.echo(shown_json(traj.to_dict() | {"cost": cost}))
     else:

@@ -25,10 +25,10 @@ from terminus.errors import TerminusError
 from terminus.mcp_http import HEADER_TIMEOUT_S
 from terminus.models.openai_compat import MissingKeyError, PolicyError
 from terminus.models.serve import free_port, vllm_server
+from terminus.runspec import POLICIES
 from terminus.sandbox import Backend, SandboxSpec
 from terminus.sandbox.copying import check_copy_size, in_git_work_tree
 
-POLICIES = ("scripted", "openai", "transformers", "vllm")
 EXAMPLE_QUERY = "run the unit tests and tell me what fails and why"
 CLIENTS = ("claude", "codex", "vscode")  # `terminus mcp --print-config`
 

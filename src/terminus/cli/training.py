@@ -13,6 +13,7 @@ from terminus.cli import _run, app
 from terminus.cli.support import TURN_LIMIT
 from terminus.config import load_yaml, stamp
 from terminus.errors import TerminusError
+from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Backend
 from terminus.train.export import export
 
@@ -134,7 +135,7 @@ def training_summary_command(
     """Base vs SFT vs GRPO on held-out tasks (final-answer rate, fact recall) and GRPO's reward over steps."""
     from terminus.train.evaluate import training_summary
 
-    if policy not in ("transformers", "vllm"):
+    if policy not in LOCAL_POLICIES:
         raise TerminusError(f"--policy {policy}: choose transformers or vllm")
     run = _run(config, sandbox)
     result = training_summary(

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from terminus.errors import TerminusError
-from terminus.runspec import SandboxSpec
+from terminus.runspec import LOCAL_POLICIES, SandboxSpec
 
 SEP = "__"
-LOCAL_MODEL_POLICIES = ("transformers", "vllm")
 
 
 class CellError(TerminusError, ValueError):
@@ -77,4 +76,4 @@ def cell_subagent(eval_cfg: dict, name: str) -> dict:
 
 def cell_needs_gpu(eval_cfg: dict, name: str) -> bool:
     """Cells whose subagent is a local model run on a GPU node; endpoint-only and scripted cells do not."""
-    return cell_subagent(eval_cfg, name)["policy"] in LOCAL_MODEL_POLICIES
+    return cell_subagent(eval_cfg, name)["policy"] in LOCAL_POLICIES

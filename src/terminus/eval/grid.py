@@ -38,7 +38,7 @@ from terminus.mainagent.tokens import TokenCounter
 from terminus.models import shared_policy
 from terminus.models.local import warm_imports
 from terminus.models.openai_compat import api_key_from_env, endpoint_limits
-from terminus.runspec import RunSpec, SandboxSpec
+from terminus.runspec import LOCAL_POLICIES, RunSpec, SandboxSpec
 from terminus.sandbox import make_sandbox
 from terminus.sandbox.fdtree import remove_tree
 from terminus.tasks.record import Task, load_tasks
@@ -119,7 +119,7 @@ def check_models(eval_cfg: dict, names: list[str] | None = None) -> None:
 
     wanted = {find_cell(eval_cfg, n)[1]["name"] for n in names} if names else None
     for sub in eval_cfg["subagents"]:
-        if not sub.get("model") or sub["policy"] not in ("transformers", "vllm"):
+        if not sub.get("model") or sub["policy"] not in LOCAL_POLICIES:
             continue
         if wanted is not None and sub["name"] not in wanted:
             continue

@@ -11,8 +11,7 @@ from terminus.models.local import TransformersPolicy, VLLMPolicy
 from terminus.models.openai_compat import OpenAIPolicy
 from terminus.models.scripted import ScriptedPolicy
 from terminus.models.serve import vllm_server
-
-POLICIES = ("scripted", "openai", "transformers", "vllm")
+from terminus.runspec import POLICIES
 
 
 def make_policy(name: str, model: str | None = None, base_url: str | None = None, **options):
