@@ -11,6 +11,7 @@ import os
 import tempfile
 import types
 import typing
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -235,7 +236,6 @@ def append_jsonl(path: Path | str, record: dict) -> None:
 def drop_report(noun: str, items: list, kept: int, dropped: dict[str, str], key, **breakdowns) -> dict:
     """A validation stage's report: how many `noun` it read, kept and dropped, the dropped ones counted by each
     breakdown (`name=function of an item`), and the reason for each dropped id (`key(item)`)."""
-    from collections import Counter
 
     gone = [item for item in items if key(item) in dropped]
     counts = {f"dropped_by_{name}": dict(Counter(by(item) for item in gone)) for name, by in breakdowns.items()}

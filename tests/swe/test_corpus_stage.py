@@ -10,6 +10,7 @@ import yaml
 
 from terminus.runspec import load_run
 from terminus.sandbox.bwrap import bwrap_path
+from terminus.swe.corpus import build_swe_corpus
 from terminus.tasks.build import build_corpus
 
 
@@ -25,7 +26,7 @@ def test_tasks_build_includes_the_validated_swe_selection(swe_data, tmp_path):
     }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(raw))
     out = tmp_path / "tasks" / "tasks.jsonl"
-    tasks = build_corpus(load_run(tmp_path / "config.yaml"), out, show_progress=False)
+    tasks = build_corpus(load_run(tmp_path / "config.yaml"), out, show_progress=False, swe_source=build_swe_corpus)
     swe = [t for t in tasks if t.id.startswith("swe-")]
     assert swe and {t.source for t in swe} == {"manifest"} and any(t.source == "synthetic" for t in tasks)
     assert {t.task_type for t in swe} >= {"test-execution", "error-diagnosis"}

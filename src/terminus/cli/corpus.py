@@ -18,11 +18,19 @@ from terminus.cli.support import (
     outcome_line,
     seconds,
 )
+from terminus.collect.collect import collect
+from terminus.collect.validate import validate_tasks
 from terminus.errors import TerminusError
 from terminus.models import shared_policy
 from terminus.models.openai_compat import PolicyError, api_key_from_env
 from terminus.models.serve import ServeError
 from terminus.sandbox import Backend
+from terminus.swe.corpus import build_swe_corpus
+from terminus.tasks.build import build_corpus
+from terminus.tasks.manifest import ManifestError
+from terminus.tasks.record import TaskFileError
+from terminus.tasks.splits import CorpusError, corpus_stats, format_stats
+from terminus.train.data import KeepRule, build_sft_dataset
 
 
 @tasks_app.command("build")
@@ -32,13 +40,10 @@ def tasks_build(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Build the corpus: synthetic projects, registry mutants, manifests; queries; splits by repository."""
-    from terminus.tasks.build import build_corpus
-    from terminus.tasks.manifest import ManifestError
-    from terminus.tasks.splits import CorpusError, corpus_stats, format_stats
 
     run = _run(config)
     try:
-        tasks = build_corpus(run, out, show_progress=not quiet)
+        tasks = build_corpus(run, out, show_progress=not quiet, swe_source=build_swe_corpus)
     except (CorpusError, ManifestError, ValueError) as err:
         raise TerminusError(str(err)) from err
     typer.echo(format_stats(corpus_stats(tasks)))
@@ -59,7 +64,6 @@ def tasks_validate(
     force: bool = typer.Option(False, help=FORCE_HELP),
 ) -> None:
     """Run the scripted expert on every task; keep the tasks whose facts its answer states, report the rest."""
-    from terminus.collect.validate import validate_tasks
 
     report = report or out.with_suffix(".validation.json")
     if config is None:
@@ -104,8 +108,6 @@ def collect_command(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run a teacher over the tasks and write its trajectories."""
-    from terminus.collect.collect import collect
-    from terminus.tasks.record import TaskFileError
 
     spec = _sandbox(sandbox, config)
     try:
@@ -148,8 +150,6 @@ def sft_data(
     seed: int = typer.Option(0, help="Seed of the renamings."),
 ) -> None:
     """Filter trajectories and convert them to chat conversations with tool calls for TRL's SFTTrainer."""
-    from terminus.tasks.record import TaskFileError
-    from terminus.train.data import KeepRule, build_sft_dataset
 
     try:
         counts = build_sft_dataset(

@@ -14,9 +14,11 @@ from terminus.config import stamp
 from terminus.errors import TerminusError
 from terminus.eval import record as eval_record
 from terminus.eval.case_study import case_study
+from terminus.eval.grid import check_models, merge_cells, run_cell, run_grid
 from terminus.eval.metrics import summarise, write_csv
 from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.setup import judge_cache_dir, scorer_from_config
+from terminus.tasks.record import load_tasks
 
 
 @app.command("eval")
@@ -39,8 +41,6 @@ def eval_command(
 ) -> None:
     """Run grid cells (resumable), each with its subagent loaded or served once; without --cell, every cell and
     then per-cell metrics with bootstrap intervals and paired differences."""
-    from terminus.eval.grid import check_models, run_cell, run_grid
-    from terminus.tasks.record import load_tasks
 
     run = _run(config)
     cfg = support.override_endpoint_limits(run.config, "eval", request_timeout, max_retries)
@@ -78,7 +78,6 @@ def eval_summary_command(
 
 
 def _eval_summary(cfg: dict, out: Path) -> None:
-    from terminus.eval.grid import merge_cells
 
     try:
         records = merge_cells(cfg, out)

@@ -7,10 +7,12 @@ vLLM load when their command runs.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -139,7 +141,6 @@ def mcp_command(
 
 def terminus_executable() -> str:
     """The absolute path of the `terminus` being run (a client started outside this venv does not find a bare one)."""
-    import shutil
 
     here = Path(sys.argv[0])
     if here.name == "terminus" and here.is_file():
@@ -155,7 +156,6 @@ def terminus_executable() -> str:
 def client_config(client: str, args: list[str]) -> str:
     """The snippet that registers this server with a coding agent: a shell command (Claude Code), a TOML table
     (Codex CLI, ~/.codex/config.toml) or a JSON file (VS Code, .vscode/mcp.json)."""
-    import json
 
     exe = terminus_executable()
     if client == "claude":

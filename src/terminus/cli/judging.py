@@ -15,6 +15,7 @@ from terminus.errors import TerminusError
 from terminus.io import read_jsonl, write_json_atomic, write_jsonl_atomic
 from terminus.judge.setup import judge_cache_dir, judge_from_config, scorer_from_config
 from terminus.judge.validity import LABELS, load_labels, validity_report
+from terminus.tasks.record import Task, TaskFileError, load_tasks
 
 
 @app.command("judge")
@@ -31,7 +32,6 @@ def judge_command(
     max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
 ) -> None:
     """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""
-    from terminus.tasks.record import TaskFileError, load_tasks
 
     cfg = override_endpoint_limits(_run(config).config, "judge", request_timeout, max_retries)
     try:
@@ -67,7 +67,6 @@ def judge_validity(
 ) -> None:
     """How often each scorer ranks a correct episode above a corrupted copy; LLM judge vs fact checker; agreement of
     each with people's labels."""
-    from terminus.tasks.record import Task, TaskFileError, load_tasks
 
     run = _run(config)
     cfg = run.config

@@ -14,6 +14,15 @@ from terminus.config import schema_default
 from terminus.errors import TerminusError
 from terminus.io import RecordError, read_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from terminus.sandbox import Backend, SandboxSpec
+from terminus.swe.benchmarks import benchmark_repos, load_benchmark_config, load_instances
+from terminus.swe.corpus import label_distribution, select_rebench, tasks_for
+from terminus.swe.families import DatasetError, load_rows
+from terminus.swe.grade import grade_patch
+from terminus.swe.predictions import read_predictions
+from terminus.swe.record import RepairInstance, file_names
+from terminus.swe.validate import validate_instances
+from terminus.tasks.record import write_tasks
+from terminus.tasks.splits import assign_splits, format_stats
 
 # Instances at once: the corpus stage's SWE validation setting, the one home of that default.
 INSTANCES_AT_ONCE = schema_default("tasks", "swe", "concurrency")
@@ -22,8 +31,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
 def _instances(dataset: str | None, benchmark: str | None, split: str | None, ids: str | None):
-    from terminus.swe.benchmarks import load_instances
-    from terminus.swe.families import DatasetError
 
     if not dataset and not benchmark:
         raise TerminusError("give --dataset (a JSONL/JSON/CSV file or a hub id) or --benchmark")
@@ -62,7 +69,6 @@ def _json_object(path: Path, flag: str) -> dict:
 
 
 def _repair_instances(path: Path) -> list:
-    from terminus.swe.record import RepairInstance
 
     _text(path, "--instances")  # missing, or not UTF-8: one line naming the flag
     try:
@@ -118,9 +124,6 @@ def grade_command(
     bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:
     """Grade predictions: resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passes after the patch."""
-    from terminus.swe.grade import grade_patch
-    from terminus.swe.predictions import read_predictions
-    from terminus.swe.record import file_names
 
     spec = _spec(sandbox, docker_url, bind)
     check_output(out, "--out")  # before the grading, which a late error would lose
@@ -182,7 +185,6 @@ def validate_command(
     bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:
     """Keep the instances whose F2P fail and P2P pass at base + test patch, and all pass with the gold patch."""
-    from terminus.swe.validate import validate_instances
 
     spec = _spec(sandbox, docker_url, bind)
     report = report or out.with_suffix(".validation.json")
@@ -219,9 +221,6 @@ def tasks_command(
 ) -> None:
     """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances. A local
     repository's test setup (the test patch, or SWE-Bench Pro's `before_repo_set_cmd`) runs in a sandbox."""
-    from terminus.swe.corpus import label_distribution, tasks_for
-    from terminus.tasks.record import write_tasks
-    from terminus.tasks.splits import assign_splits, format_stats
 
     spec = _spec(sandbox, docker_url)
     check_output(out, "--out")
@@ -263,9 +262,6 @@ def select_command(
     dataset: str = typer.Option(None, help="Rows (default: the config's hub dataset), e.g. a local JSONL."),
 ) -> None:
     """The SWE-rebench-V2 training selection: languages, no eval-benchmark repository, capped per repository."""
-    from terminus.swe.benchmarks import benchmark_repos, load_benchmark_config
-    from terminus.swe.corpus import select_rebench
-    from terminus.swe.families import load_rows
 
     check_output(out, "--out")
     cfg = load_benchmark_config(config)

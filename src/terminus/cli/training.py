@@ -15,6 +15,7 @@ from terminus.config import load_yaml, stamp
 from terminus.errors import TerminusError
 from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Backend
+from terminus.train.evaluate import training_summary
 from terminus.train.export import export
 
 logger = logging.getLogger(__name__)
@@ -133,7 +134,6 @@ def training_summary_command(
     ),
 ) -> None:
     """Base vs SFT vs GRPO on held-out tasks (final-answer rate, fact recall) and GRPO's reward over steps."""
-    from terminus.train.evaluate import training_summary
 
     if policy not in LOCAL_POLICIES:
         raise TerminusError(f"--policy {policy}: choose transformers or vllm")

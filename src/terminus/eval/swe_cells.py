@@ -17,6 +17,7 @@ from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, MainAgentLoop, Workben
 from terminus.mainagent.instance import AtWorkdir, InstanceWorkbench
 from terminus.mainagent.tokens import TokenCounter
 from terminus.sandbox import Limits
+from terminus.swe import grade_patch, instance_sandbox, load_instances, patch_from_sandbox, write_predictions
 
 GRID_BENCHMARKS = ("repair", "execution")
 
@@ -26,7 +27,6 @@ def is_swe(bench: str) -> bool:
 
 
 def swe_instances(eval_cfg: dict, bench: str) -> list:
-    from terminus.swe import load_instances
 
     swe = eval_cfg.get("swe") or {}
     dataset = (swe.get("datasets") or {}).get(bench)
@@ -34,7 +34,6 @@ def swe_instances(eval_cfg: dict, bench: str) -> list:
 
 
 def swe_episode(inst, cell: CellRun, *, tokenizer: str, timeout_s: float) -> dict:
-    from terminus.swe import grade_patch, instance_sandbox, patch_from_sandbox
 
     start = time.perf_counter()
     key = cell.key(inst.instance_id)
@@ -71,7 +70,6 @@ def swe_episode(inst, cell: CellRun, *, tokenizer: str, timeout_s: float) -> dic
 
 def write_cell_predictions(records: list[dict], out_dir: Path, name: str) -> Path:
     """`eval/predictions/<cell>.jsonl` in SWE-bench's format: {instance_id, model_name_or_path, model_patch}."""
-    from terminus.swe import write_predictions
 
     main, sub = name.split(SEP)[:2]
     rows = [

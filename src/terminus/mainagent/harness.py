@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -317,7 +318,6 @@ def run_main_agent(
     episode_id: str = "",
 ) -> tuple[MainAgentResult, Path]:
     """Run one main-agent episode on a copy of the task's repository; returns the result and the edited tree."""
-    import tempfile
 
     counter = counter or TokenCounter()
     limits = Limits(output_head_bytes=MAIN_OUTPUT_CHARS // 2, output_tail_bytes=MAIN_OUTPUT_CHARS // 2)

@@ -13,6 +13,7 @@ new tests have just landed). Per instance:
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 import shlex
@@ -23,15 +24,18 @@ from pathlib import Path
 
 from terminus.io import write_text_atomic
 from terminus.sandbox import SandboxSpec
+from terminus.swe.benchmarks import benchmark_repos, instances_from_rows, load_benchmark_config
 from terminus.swe.environment import diff_from_sandbox, instance_sandbox
+from terminus.swe.families import load_rows
 from terminus.swe.gitops import checkout
 from terminus.swe.grade import setup_tests_commands
 from terminus.swe.history import hide_history
 from terminus.swe.parsers import PASSING
 from terminus.swe.patchcheck import files_after, patch_problem
 from terminus.swe.record import GradeError, RepairInstance, file_stem
+from terminus.swe.validate import validate_instances
 from terminus.tasks.queries import OPENINGS, RESTRICTIONS, TEMPLATES
-from terminus.tasks.record import Task
+from terminus.tasks.record import Task, write_tasks
 from terminus.tasks.splits import SHORT, assign_splits, corpus_stats
 
 COMPILED = {"go", "rust", "java", "kotlin", "scala", "csharp", "c#", "c", "cpp", "c++", "typescript", "ts"}
@@ -252,12 +256,6 @@ def build_swe_corpus(swe_cfg: dict, out: Path, spec: SandboxSpec, seed: int = 0)
     """The paper's real-repository corpus in one step: the selection (`swe_cfg["config"]`, e.g. SWE-rebench-V2),
     validated in the instances' images when `swe_cfg["validate"]` (dropped ones counted), then corpus tasks.
     Writes `out` (tasks), `<out>.validation.json` and `<out>.stats.json`; returns the stats."""
-    import json
-
-    from terminus.swe.benchmarks import benchmark_repos, instances_from_rows, load_benchmark_config
-    from terminus.swe.families import load_rows
-    from terminus.swe.validate import validate_instances
-    from terminus.tasks.record import write_tasks
 
     out = Path(out)
     cfg = load_benchmark_config(swe_cfg["config"])

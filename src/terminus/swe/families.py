@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import codecs
+import csv
 import json
 import logging
 import re
@@ -98,7 +99,6 @@ def _check_utf8(path: Path) -> None:
 
 def _csv_options(path: Path) -> dict:
     """Every CSV column as a string: type inference would turn a `version` of "0.10" into the float 0.1."""
-    import csv
 
     from datasets import Features, Value
 

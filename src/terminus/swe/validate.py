@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from terminus.collect import provenance as prov
+from terminus.collect.runner import run_jobs
 from terminus.io import drop_report
 from terminus.sandbox import Limits, SandboxSpec
 from terminus.swe.environment import instance_sandbox
@@ -103,7 +104,6 @@ def _checked(
     progress: Path,
 ) -> list[tuple[str | None, dict]]:
     """check_instance's outcomes, through a resumable progress file (see validate_instances)."""
-    from terminus.collect.runner import run_jobs
 
     def one(inst: RepairInstance) -> dict:
         start = time.perf_counter()

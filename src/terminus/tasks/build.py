@@ -11,6 +11,7 @@ import logging
 import os
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -22,6 +23,9 @@ from terminus.tasks import registry, synthetic
 from terminus.tasks.queries import make_query, paraphrase
 from terminus.tasks.record import Task, load_tasks, write_tasks
 from terminus.tasks.splits import SHORT, CorpusError, assign_splits, corpus_stats
+
+# (swe config section, task file to write, the run's sandbox spec, seed) -> its stats: `swe.corpus.build_swe_corpus`
+SweSource = Callable[[dict, Path, SandboxSpec, int], dict]
 
 log = logging.getLogger(__name__)
 
@@ -175,13 +179,13 @@ def _manifests(paths: list[str], repos_dir: Path) -> list[Task]:
     return tasks
 
 
-def _swe(swe: dict, out: Path, seed: int, sandbox: SandboxSpec, report: dict) -> list[Task]:
-    """Real-repository tasks (terminus.swe: the selection, validated in its images), built under swe/ beside `out`;
+def _swe(swe: dict, out: Path, seed: int, sandbox: SandboxSpec, report: dict, source: SweSource | None) -> list[Task]:
+    """Real-repository tasks (`source`: the selection, validated in its images), built under swe/ beside `out`;
     their snapshot paths are re-rooted at `out`'s folder."""
-    from terminus.swe.corpus import build_swe_corpus
-
+    if source is None:
+        raise CorpusError("the config enables tasks.swe, but this build was given no SWE source")
     swe_out = out.parent / "swe" / "tasks.jsonl"
-    report["swe"] = build_swe_corpus(swe, swe_out, sandbox, seed)
+    report["swe"] = source(swe, swe_out, sandbox, seed)
     tasks = load_tasks(swe_out)
     for task in tasks:
         if task.workspace:
@@ -189,8 +193,12 @@ def _swe(swe: dict, out: Path, seed: int, sandbox: SandboxSpec, report: dict) ->
     return tasks
 
 
-def build_corpus(run: RunSpec, out: Path, show_progress: bool = True) -> list[Task]:
-    """The corpus of the run's `tasks` section; registry baselines and SWE validation run in the run's sandbox."""
+def build_corpus(
+    run: RunSpec, out: Path, show_progress: bool = True, swe_source: SweSource | None = None
+) -> list[Task]:
+    """The corpus of the run's `tasks` section; registry baselines and SWE validation run in the run's sandbox.
+    `swe_source` builds the real-repository tasks when the config enables them: `terminus.swe.corpus`'s
+    `build_swe_corpus`, handed in by the caller (the CLI), since `swe` is a room above `tasks` and builds on it."""
     config = run.config
     cfg, seed = config["tasks"], config["seed"]
     out = Path(out)
@@ -217,7 +225,7 @@ def build_corpus(run: RunSpec, out: Path, show_progress: bool = True) -> list[Ta
             tasks += _registry(reg, seed, repos_dir, step, report, run.sandbox)
         tasks += _manifests(cfg.get("manifests") or [], repos_dir)
         if (cfg.get("swe") or {}).get("enabled"):
-            tasks += _swe(cfg["swe"], out, seed, run.sandbox, report)
+            tasks += _swe(cfg["swe"], out, seed, run.sandbox, report, swe_source)
     if not tasks:
         raise CorpusError("the config enables no source that gives tasks")
     splits = assign_splits([t.repo for t in tasks], cfg["splits"], seed)

@@ -23,6 +23,7 @@ their entry, and types are checked (`facts` a mapping, `setup` a list of command
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -117,8 +118,6 @@ def checkout(entry: dict, dest: Path, within: Path) -> Path:
     except ValueError as err:
         raise ManifestError(str(err)) from None
     if dest.exists():
-        import shutil
-
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     # The commit alone (issue 40, "no future history"): a clone would carry every later commit, branch and tag, and

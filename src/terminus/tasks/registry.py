@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import logging
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -251,7 +252,6 @@ def package_dirs(root: Path, name: str) -> list[Path]:
 
 def failure_locations(failures: dict[str, str]) -> list[str]:
     """file:line where each failure's traceback ends (pytest's `path:line: ErrorType`), in order, distinct."""
-    import re
 
     seen: list[str] = []
     for text in failures.values():

@@ -19,6 +19,8 @@ from pathlib import Path
 from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.io import write_json_atomic
 from terminus.stats import mean_interval
+from terminus.train import infra
+from terminus.train.rollout import episode_calls, run_policy
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +130,6 @@ class Measure:
         """Seeded samples of the policy as it is now, in lockstep batches of 16 episodes; torch's random state is
         put back afterwards, so that training samples what it would have without the measurement."""
         import torch
-
-        # the rollout (and with it the models and the judge) only when sampling: the report's functions above
-        # stay light for benchmarks/learning.py and their tests
-        from terminus.train import infra
-        from terminus.train.rollout import episode_calls, run_policy
 
         state = torch.random.get_rng_state()
         torch.manual_seed(self.seed * 1000 + offset)

@@ -5,6 +5,7 @@ episode as the trained model does (`parity`)."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -189,7 +190,6 @@ def parity(model, tokenizer, model_dir: Path, tolerance: float = PARITY_TOLERANC
     on a GPU, else the CPU), teacher-forced on the same tokens, so nothing but the export itself can make them
     disagree; greedy decoding would turn a near-tie into a different continuation. A correct export agrees to
     rounding (below 1e-3 nats a token); a wrong or missing weight, config or template moves them by far more."""
-    import gc
 
     import torch
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from terminus.determinism import deterministic_torch
 from terminus.io import read_jsonl
 from terminus.judge.setup import judge_cache_dir, scorer_from_config
 from terminus.runspec import load_run
+from terminus.tasks.record import load_tasks
 from terminus.train import infra
 from terminus.train.before_after import Measure
 from terminus.train.rollout import make_rollout
@@ -169,8 +171,6 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
 
-    from terminus.tasks.record import load_tasks
-
     deterministic_torch(training_args.seed)
     tasks_file = Path(resolve_model(script_args.tasks_file))
     if script_args.dry_run:
@@ -180,8 +180,6 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         raise ValueError(f"{tasks_file} has no tasks in the splits {script_args.splits}")
     draw = script_args.spread_candidates or script_args.max_tasks
     if draw:
-        import random
-
         sample = random.Random(training_args.seed).sample(tasks, min(draw, len(tasks)))
         tasks = sorted(sample, key=lambda t: t.id)
     task_map = {t.id: t for t in tasks}

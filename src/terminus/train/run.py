@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import asdict
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -75,7 +76,6 @@ RUN_MANAGEMENT = {"output_dir", "logging_dir", "run_name", "report_to", "save_st
 def run_inputs(training_args, model_args, **extra) -> dict:
     """What a run's checkpoints depend on: the recipe (TRL's and the model's arguments, run management aside), the
     starting model's files, and the caller's data (`extra`: stamps of the dataset or task file)."""
-    from dataclasses import asdict
 
     recipe = {k: v for k, v in training_args.to_dict().items() if k not in RUN_MANAGEMENT and not k.startswith("_")}
     model = {k: v for k, v in asdict(model_args).items() if k not in RUN_MANAGEMENT}

@@ -7,6 +7,7 @@ lets flags override it. Also runnable as `python -m terminus.train.sft` (e.g. un
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import sys
@@ -31,7 +32,6 @@ class SFTScriptArguments:
 def dataset_stamp(path: str | Path) -> str:
     """A saved dataset's identity: its files' names and sizes, without the `cache-*` files that tokenizing it writes
     beside them (written during the first run, they would make its resubmission look like other data)."""
-    import hashlib
 
     files = sorted(p for p in Path(path).rglob("*") if p.is_file() and not p.name.startswith("cache-"))
     listing = [(str(p.relative_to(path)), p.stat().st_size) for p in files]

@@ -26,6 +26,7 @@ from terminus.eval import record as eval_record
 from terminus.io import check_record, read_jsonl
 from terminus.judge import verdict as verdict_record
 from terminus.judge.facts import required_facts
+from terminus.tasks.record import load_tasks
 
 TRAJECTORY, EVAL = "terminus.trajectory", "terminus.eval"
 # The run folder's files, in the order the index shows them.
@@ -97,7 +98,6 @@ def _kind(record: dict) -> str | None:
 
 def _tasks(path: Path | None) -> dict[str, tuple[str, dict]]:
     """task id -> (task type, facts), from a task file (read and checked as every stage reads one)."""
-    from terminus.tasks.record import load_tasks  # jsonschema: seconds, only when a task file is shown
 
     if path is None or not path.is_file():
         return {}
