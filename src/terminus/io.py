@@ -58,6 +58,14 @@ class RecordError(TerminusError, ValueError):
     """A JSON-lines file holds a line that is not a record of the kind its reader expects."""
 
 
+class MissingFileError(TerminusError, FileNotFoundError):
+    """A file a reader was given does not exist."""
+
+
+class OutsideFolderError(TerminusError, ValueError):
+    """A path derived from data (an id, a manifest entry) would land outside the folder it belongs in."""
+
+
 # A field spec, as `read_jsonl` checks it: a type, or a tuple of alternatives (None for null); `[spec]` a list whose
 # items match spec; `{name: spec}` an object whose fields, those present, match theirs; `{str: spec}` an object whose
 # every value matches spec. `object` matches anything.
@@ -73,7 +81,7 @@ def read_jsonl(
     required: Iterable[str] = (),
     torn_tail: bool = False,
 ) -> list[dict]:
-    """Every record of a JSON-lines file, each checked as it is read: a missing file is FileNotFoundError; a line
+    """Every record of a JSON-lines file, each checked as it is read: a missing file is MissingFileError; a line
     that is not UTF-8, not JSON, not an object, lacks a `required` field or has a field of the wrong type (`fields`:
     a spec, or a function of the record giving one) is a RecordError naming the file, the line and the problem.
 
@@ -83,7 +91,7 @@ def read_jsonl(
     at the other line breaks `str.splitlines` knows, which JSON strings may hold raw (U+2028, form feed)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist")
+        raise MissingFileError(f"{path} does not exist")
     records = []
     lines = path.read_bytes().split(b"\n")
     last = max((i for i, raw in enumerate(lines, 1) if raw.strip()), default=0)
@@ -243,9 +251,9 @@ def drop_report(noun: str, items: list, kept: int, dropped: dict[str, str], key,
 
 
 def ensure_inside(path: Path | str, folder: Path | str, what: str = "path") -> Path:
-    """`path`, resolved, if it lies inside `folder` (after resolving `..` and symlinks); ValueError otherwise.
+    """`path`, resolved, if it lies inside `folder` (after resolving `..` and symlinks); OutsideFolderError otherwise.
     Every path a run derives from data (an id, a manifest entry) goes through this before anything is written."""
     resolved, root = Path(path).resolve(), Path(folder).resolve()
     if resolved != root and root not in resolved.parents:
-        raise ValueError(f"{what} {path} lies outside {root}; refusing to write there")
+        raise OutsideFolderError(f"{what} {path} lies outside {root}; refusing to write there")
     return resolved

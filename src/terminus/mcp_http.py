@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from terminus.errors import TerminusError
+
 if TYPE_CHECKING:  # the SDK loads when a server is built; the CLI reads HEADER_TIMEOUT_S from here for its help
     from mcp.server.mcpserver import MCPServer
 
@@ -24,6 +26,10 @@ HEADER_TIMEOUT_S = 10.0
 previous response on a kept-alive one). Any client sends them at once; only a stalled or hostile one is cut."""
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class ListenError(TerminusError, OSError):
+    """The HTTP port cannot be bound (taken, or not ours to take)."""
 
 
 class BearerTokenRequired:
@@ -165,7 +171,8 @@ def listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as err:
         sock.close()
-        raise OSError(f"cannot listen on {host} port {port} ({err.strerror}); choose another --http PORT") from None
+        why = f"cannot listen on {host} port {port} ({err.strerror}); choose another --http PORT"
+        raise ListenError(why) from None
     sock.listen(128)
     return sock
 

@@ -33,7 +33,7 @@ from terminus.cli.support import (
 from terminus.config import ROOT
 from terminus.errors import TerminusError
 from terminus.models import make_policy
-from terminus.models.openai_compat import PolicyError, api_key_from_env
+from terminus.models.openai_compat import api_key_from_env
 from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Backend, SandboxSpec, default_backend, make_sandbox
 from terminus.train.tiny import build_tiny_model, corpus_texts
@@ -255,7 +255,7 @@ def exec_subagent(
         key = api_key_from_env(api_key_env, "--api-key-env")
         options = endpoint_options(policy, request_timeout, max_retries, key)
         agent_policy = make_policy(policy, model=model, base_url=base_url, **options)
-    except (ValueError, PolicyError, OSError) as err:
+    except OSError as err:  # the system refused a file or model folder: its message names it
         raise TerminusError(str(err)) from err
     config = AgentConfig(
         max_turns=max_turns,

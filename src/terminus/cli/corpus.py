@@ -22,14 +22,11 @@ from terminus.collect.collect import collect
 from terminus.collect.validate import validate_tasks
 from terminus.errors import TerminusError
 from terminus.models import shared_policy
-from terminus.models.openai_compat import PolicyError, api_key_from_env
-from terminus.models.serve import ServeError
+from terminus.models.openai_compat import api_key_from_env
 from terminus.sandbox import Backend
 from terminus.swe.corpus import build_swe_corpus
 from terminus.tasks.build import build_corpus
-from terminus.tasks.manifest import ManifestError
-from terminus.tasks.record import TaskFileError
-from terminus.tasks.splits import CorpusError, corpus_stats, format_stats
+from terminus.tasks.splits import corpus_stats, format_stats
 from terminus.train.data import KeepRule, build_sft_dataset
 
 
@@ -42,10 +39,7 @@ def tasks_build(
     """Build the corpus: synthetic projects, registry mutants, manifests; queries; splits by repository."""
 
     run = _run(config)
-    try:
-        tasks = build_corpus(run, out, show_progress=not quiet, swe_source=build_swe_corpus)
-    except (CorpusError, ManifestError, ValueError) as err:
-        raise TerminusError(str(err)) from err
+    tasks = build_corpus(run, out, show_progress=not quiet, swe_source=build_swe_corpus)
     typer.echo(format_stats(corpus_stats(tasks)))
     typer.echo(f"wrote {out}")
 
@@ -128,7 +122,7 @@ def collect_command(
                 force=force,
                 retry_failed=retry_failed,
             )
-    except (TaskFileError, PolicyError, ServeError, ValueError, OSError) as err:
+    except OSError as err:  # the system refused a file or model folder: its message names it
         raise TerminusError(str(err)) from err
     typer.echo(outcome_line(records, out, "trajectories"))
     if any(r["termination"] == "crash" for r in records):
@@ -151,18 +145,15 @@ def sft_data(
 ) -> None:
     """Filter trajectories and convert them to chat conversations with tool calls for TRL's SFTTrainer."""
 
-    try:
-        counts = build_sft_dataset(
-            trajectories,
-            tasks,
-            out,
-            verdicts=verdicts,
-            rule=KeepRule(min_recall=min_recall, min_reward=min_reward),
-            augment=augment,
-            decision_copies=decision_copies,
-            seed=seed,
-        )
-    except (TaskFileError, FileNotFoundError, ValueError) as err:
-        raise TerminusError(str(err)) from err
+    counts = build_sft_dataset(
+        trajectories,
+        tasks,
+        out,
+        verdicts=verdicts,
+        rule=KeepRule(min_recall=min_recall, min_reward=min_reward),
+        augment=augment,
+        decision_copies=decision_copies,
+        seed=seed,
+    )
     typer.echo(f"train {counts['train']}, validation {counts['validation']}; dropped {counts['dropped']}")
     typer.echo(f"by language {counts['by_language']}\nby type {counts['by_type']}\nby source {counts['by_source']}")

@@ -11,7 +11,6 @@ from terminus.agent import trajectory
 from terminus.cli import _run, app, support
 from terminus.collect.provenance import file_sha256
 from terminus.config import stamp
-from terminus.errors import TerminusError
 from terminus.eval import record as eval_record
 from terminus.eval.case_study import case_study
 from terminus.eval.grid import check_models, merge_cells, run_cell, run_grid
@@ -55,15 +54,12 @@ def eval_command(
     with scorer_from_config(
         cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs, group=False, stage="eval"
     ) as scorer:
-        try:
-            if cell:
-                for name in cell:
-                    records = run_cell(run, tasks, out, scorer, name, show_progress=not quiet, resume=resume)
-                    typer.echo(f"{len(records)} episodes in {out / 'cells' / (name + '.jsonl')}")
-                return
-            run_grid(run, tasks, out, scorer, show_progress=not quiet, resume=resume)
-        except ValueError as err:
-            raise TerminusError(str(err)) from err
+        if cell:
+            for name in cell:
+                records = run_cell(run, tasks, out, scorer, name, show_progress=not quiet, resume=resume)
+                typer.echo(f"{len(records)} episodes in {out / 'cells' / (name + '.jsonl')}")
+            return
+        run_grid(run, tasks, out, scorer, show_progress=not quiet, resume=resume)
     _eval_summary(cfg, out)
 
 
@@ -79,10 +75,7 @@ def eval_summary_command(
 
 def _eval_summary(cfg: dict, out: Path) -> None:
 
-    try:
-        records = merge_cells(cfg, out)
-    except ValueError as err:
-        raise TerminusError(str(err)) from err
+    records = merge_cells(cfg, out)
     rows = summarise(records, stamp(cfg))
     write_csv(rows, out / "summary.csv")
     typer.echo(f"{len(records)} episodes; {len(rows)} cells in {out / 'summary.csv'}")
@@ -97,9 +90,6 @@ def case_study_command(
 ) -> None:
     """Serilog-style side by side: main-agent tokens, turns, terminal calls; the subagent's commands and summary."""
 
-    try:
-        study = case_study(read_jsonl(records, eval_record.FIELDS, required=eval_record.REQUIRED), task, subagent)
-    except (FileNotFoundError, ValueError) as err:
-        raise TerminusError(str(err)) from err
+    study = case_study(read_jsonl(records, eval_record.FIELDS, required=eval_record.REQUIRED), task, subagent)
     write_json_atomic(out, study)
     typer.echo(json.dumps({k: v for k, v in study.items() if k != "with_subagent"}, indent=1))

@@ -12,11 +12,18 @@ import typer
 from terminus.cli.support import check_output
 from terminus.config import schema_default
 from terminus.errors import TerminusError
-from terminus.io import RecordError, read_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from terminus.io import (
+    read_jsonl,
+    record_fields,
+    required_fields,
+    write_json_atomic,
+    write_jsonl_atomic,
+    write_text_atomic,
+)
 from terminus.sandbox import Backend, SandboxSpec
 from terminus.swe.benchmarks import benchmark_repos, load_benchmark_config, load_instances
 from terminus.swe.corpus import label_distribution, select_rebench, tasks_for
-from terminus.swe.families import DatasetError, load_rows
+from terminus.swe.families import load_rows
 from terminus.swe.grade import grade_patch
 from terminus.swe.predictions import read_predictions
 from terminus.swe.record import RepairInstance, file_names
@@ -34,12 +41,9 @@ def _instances(dataset: str | None, benchmark: str | None, split: str | None, id
 
     if not dataset and not benchmark:
         raise TerminusError("give --dataset (a JSONL/JSON/CSV file or a hub id) or --benchmark")
-    try:
-        return load_instances(
-            benchmark, dataset=dataset, split=split, ids=[i for i in (ids or "").split(",") if i] or None
-        )
-    except (DatasetError, ValueError) as err:
-        raise TerminusError(str(err)) from err
+    return load_instances(
+        benchmark, dataset=dataset, split=split, ids=[i for i in (ids or "").split(",") if i] or None
+    )
 
 
 def _one_line(text: str, width: int = 400) -> str:
@@ -71,17 +75,9 @@ def _json_object(path: Path, flag: str) -> dict:
 def _repair_instances(path: Path) -> list:
 
     _text(path, "--instances")  # missing, or not UTF-8: one line naming the flag
-    try:
-        records = read_jsonl(path)
-    except RecordError as err:
-        raise TerminusError(f"--instances {err}") from None
-    instances = []
-    for number, record in enumerate(records, 1):
-        try:
-            instances.append(RepairInstance.from_dict(record))
-        except (ValueError, TypeError) as err:  # a field it does not know, or one it lacks
-            raise TerminusError(f"--instances {path} record {number}: not a repair instance ({err})") from err
-    return instances
+    # field types and the fields it needs checked per line (file:line); one it does not know is from_dict's error
+    records = read_jsonl(path, record_fields(RepairInstance), required=required_fields(RepairInstance))
+    return [RepairInstance.from_dict(record) for record in records]
 
 
 BIND_HELP = (
@@ -144,10 +140,7 @@ def grade_command(
             f"{predictions}: {len(unknown)} predictions name no instance of the dataset, e.g. {unknown[0]}"
         )
     todo = [by_id[i] for i in patches]
-    try:  # instance ids become file names: a safe name for each, known before any grading starts
-        names = file_names([inst.instance_id for inst in todo], ".log")
-    except ValueError as err:
-        raise TerminusError(str(err)) from err
+    names = file_names([inst.instance_id for inst in todo], ".log")  # known before any grading starts
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         results = list(pool.map(lambda inst: grade_patch(inst, patches[inst.instance_id], spec), todo))
     report = {r.instance_id: r.report() for r in results}

@@ -32,10 +32,7 @@ def _run_recipe(stage: str, trl_config: str, args: list[str]) -> None:
         raise typer.Exit(0)
     argv = trl_argv(stage, args)
     module = importlib.import_module(f"terminus.train.{stage}")  # torch and TRL: only once the flags are sound
-    try:
-        module.main(*module.parse(argv))
-    except (FileNotFoundError, ValueError) as err:
-        raise TerminusError(str(err)) from err
+    module.main(*module.parse(argv))
 
 
 def trl_argv(stage: str, args: list[str]) -> list[str]:

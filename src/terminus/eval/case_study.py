@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from terminus.errors import TerminusError
 from terminus.mainagent.tokens import TokenCounter
+
+
+class CaseStudyError(TerminusError, ValueError):
+    """The records hold no pair of episodes the case study can compare."""
+
 
 SYNTHETIC = "synthetic"
 
@@ -11,7 +17,7 @@ def _repair(records: list[dict], main_agent: str | None) -> dict[tuple[str, str]
     rows = [r for r in records if r["benchmark"] == "repair"]
     for r in rows:  # a repair episode has a main agent, and so its token count; without one, no saving can be told
         if r.get("main_agent_tokens") is None:
-            raise ValueError(f"the repair record {r['key']} has no main_agent_tokens (null)")
+            raise CaseStudyError(f"the repair record {r['key']} has no main_agent_tokens (null)")
     if main_agent is None and rows:  # the first main agent in the records (the config's first)
         main_agent = rows[0]["main_agent"]
     return {(r["subagent"], r["task_id"]): r for r in rows if r["main_agent"] == main_agent}
@@ -31,7 +37,7 @@ def pick_task(records: list[dict], subagent: str, main_agent: str | None = None)
         real = r.get("source", SYNTHETIC) != SYNTHETIC
         candidates.append((real, base["main_agent_tokens"] - r["main_agent_tokens"], task_id))
     if not candidates:
-        raise ValueError(f"no repair task has both a `none` and a `{subagent}` episode with the same outcome")
+        raise CaseStudyError(f"no repair task has both a `none` and a `{subagent}` episode with the same outcome")
     return max(candidates)[2]
 
 
@@ -46,7 +52,7 @@ def case_study(
     task_id = task_id or pick_task(records, subagent, main_agent)
     pick = {s: r for (s, t), r in _repair(records, main_agent).items() if t == task_id}
     if "none" not in pick or subagent not in pick:
-        raise ValueError(f"task {task_id} lacks a `none` or `{subagent}` repair episode in the records")
+        raise CaseStudyError(f"task {task_id} lacks a `none` or `{subagent}` repair episode in the records")
     without, with_ = pick["none"], pick[subagent]
     counter = TokenCounter(tokenizer)
 

@@ -179,7 +179,7 @@ def run_cell(
         if bench == "repair":
             work = [t for t in work if t.meta.get("fix") and t.task_type == "test-execution"]
             if not work:
-                raise ValueError(f"{tasks_file} has no repair tasks in the {eval_cfg['split']} split")
+                raise CellError(f"{tasks_file} has no repair tasks in the {eval_cfg['split']} split")
         work = work[: eval_cfg.get("max_tasks") or None]
     if main["kind"] == "llm":  # keys and endpoints are checked before any episode runs
         main_brain(main)
@@ -238,7 +238,7 @@ def merge_cells(config: dict, out_dir: Path) -> list[dict]:
             continue
         records += read_jsonl(path)
     if missing:
-        raise ValueError(f"eval cells not run yet (no {out_dir / 'cells'}/<cell>.jsonl): {', '.join(missing)}")
+        raise CellError(f"eval cells not run yet (no {out_dir / 'cells'}/<cell>.jsonl): {', '.join(missing)}")
     records.sort(key=lambda r: r["key"])
     write_jsonl_atomic(out_dir / "records.jsonl", records)
     return records

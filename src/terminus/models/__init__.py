@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from terminus.agent.template import CHAT_TEMPLATE, ENABLE_THINKING
+from terminus.errors import TerminusError
 from terminus.models.local import TransformersPolicy, VLLMPolicy
 from terminus.models.openai_compat import OpenAIPolicy
 from terminus.models.scripted import ScriptedPolicy
@@ -14,14 +15,18 @@ from terminus.models.serve import vllm_server
 from terminus.runspec import POLICIES
 
 
+class PolicyChoiceError(TerminusError, ValueError):
+    """A policy that is not one of POLICIES, or one that needs a model and was given none."""
+
+
 def make_policy(name: str, model: str | None = None, base_url: str | None = None, **options):
     """Build a policy by name. `model` is a hub id or folder (transformers, vllm) or a served model (openai)."""
     if name == "scripted":
         return ScriptedPolicy()
     if name not in POLICIES:
-        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
+        raise PolicyChoiceError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
     if not model:
-        raise ValueError(f"policy {name!r} needs --model (a hub id, a model folder or a served model name)")
+        raise PolicyChoiceError(f"policy {name!r} needs --model (a hub id, a model folder or a served model name)")
     if name == "openai":
         return OpenAIPolicy(model, base_url=base_url, **options)
     if name == "transformers":
@@ -59,7 +64,7 @@ def shared_policy(
         yield make_policy(name, model=model, base_url=base_url, **options)
         return
     if not model:
-        raise ValueError("policy 'vllm' needs --model (a hub id or a model folder)")
+        raise PolicyChoiceError("policy 'vllm' needs --model (a hub id or a model folder)")
 
     served_name = served_name or Path(model).name
     log = Path(log_dir) / f"vllm-{served_name}.log" if log_dir else None

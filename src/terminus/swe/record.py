@@ -12,7 +12,13 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 
 from terminus.errors import TerminusError
+from terminus.io import RecordError
 from terminus.tasks.manifest import SAFE_ID
+
+
+class InstanceIdError(TerminusError, ValueError):
+    """Two instance ids that would share one file name."""
+
 
 SCHEMA = "terminus.swe-instance/1"
 
@@ -33,13 +39,13 @@ def file_stem(instance_id: str, limit: int = 120) -> str:
 
 
 def file_names(instance_ids: list[str], suffix: str) -> dict[str, str]:
-    """{instance id: file name} for a folder of per-instance files; ValueError if two ids would share one."""
+    """{instance id: file name} for a folder of per-instance files; InstanceIdError if two ids would share one."""
     names = {i: file_stem(i) + suffix for i in instance_ids}
     if len(set(names.values())) < len(names):
         seen: dict[str, str] = {}
         for iid, name in names.items():
             if name in seen:
-                raise ValueError(f"instance ids {seen[name]!r} and {iid!r} would share the file name {name}")
+                raise InstanceIdError(f"instance ids {seen[name]!r} and {iid!r} would share the file name {name}")
             seen[name] = iid
     return names
 
@@ -91,7 +97,7 @@ class RepairInstance:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"repair instance {data.get('instance_id', '?')}: unknown fields {', '.join(unknown)}")
+            raise RecordError(f"repair instance {data.get('instance_id', '?')}: unknown fields {', '.join(unknown)}")
         return cls(**data)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.io import write_json_atomic
 from terminus.stats import mean_interval
-from terminus.train import infra
+from terminus.train import TrainingInputError, infra
 from terminus.train.rollout import episode_calls, run_policy
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ class Measure:
             self.state["selected"] = select_by_spread(sampled, keep)
             self._save()
         if not self.state["selected"]:
-            raise ValueError(
+            raise TrainingInputError(
                 f"none of the {len(self.tasks)} candidate tasks' rewards differ over {self.args.spread_samples} "
                 "samples of the starting policy: GRPO would get no gradient (more candidates or samples)"
             )

@@ -22,6 +22,7 @@ from terminus.judge import verdict as verdict_record
 from terminus.judge.facts import check, observations_of
 from terminus.tasks.record import Task, load_tasks
 from terminus.timing import model_view
+from terminus.train import TrainingInputError
 from terminus.train.augment import renamed_copies
 
 
@@ -148,7 +149,7 @@ def build_sft_dataset(
                     ]
     rows["train"] += decisions
     if not rows["train"]:
-        raise ValueError(f"no trajectory of {trajectories} passes the filter (dropped: {dict(dropped)})")
+        raise TrainingInputError(f"no trajectory of {trajectories} passes the filter (dropped: {dict(dropped)})")
     data = DatasetDict({name: Dataset.from_list(r) for name, r in rows.items() if r})
     out = Path(out)
     staging = out.with_name(out.name + ".tmp")

@@ -22,6 +22,7 @@ from terminus.models import shared_policy
 from terminus.models.local import warm_imports
 from terminus.runspec import SandboxSpec
 from terminus.tasks.record import Task, load_tasks
+from terminus.train import TrainingInputError
 
 
 def _episode(task: Task, tasks_file: Path, policy, max_turns: int, sandbox: SandboxSpec) -> dict:
@@ -47,7 +48,8 @@ def held_out(
     when given)."""
     tasks = {t.id: t for t in load_tasks(tasks_file) if t.split == split and (task_ids is None or t.id in task_ids)}
     if not tasks:
-        raise ValueError(f"{tasks_file} has no {split} tasks" + (f" among {sorted(task_ids)}" if task_ids else ""))
+        among = f" among {sorted(task_ids)}" if task_ids else ""
+        raise TrainingInputError(f"{tasks_file} has no {split} tasks{among}")
     if limit is not None and limit < len(tasks):
         keep = random.Random(0).sample(sorted(tasks), limit)
         tasks = {i: tasks[i] for i in sorted(keep)}
@@ -122,7 +124,7 @@ def training_summary(
         )  # fmt: skip
     curve = reward_curve(grpo_metrics)
     if not curve:
-        raise ValueError(f"{grpo_metrics} holds no reward: did GRPO log any step?")
+        raise TrainingInputError(f"{grpo_metrics} holds no reward: did GRPO log any step?")
     k = max(1, len(curve) // 4)  # first and last quarter, so that one noisy step does not decide
     summary.setdefault("grpo", {}).update(
         reward_first=round(statistics.fmean(r for _, r in curve[:k]), 4),

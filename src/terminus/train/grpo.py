@@ -30,7 +30,7 @@ from terminus.io import read_jsonl
 from terminus.judge.setup import judge_cache_dir, scorer_from_config
 from terminus.runspec import load_run
 from terminus.tasks.record import load_tasks
-from terminus.train import infra
+from terminus.train import TrainingInputError, infra
 from terminus.train.before_after import Measure
 from terminus.train.rollout import make_rollout
 from terminus.train.run import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
@@ -177,7 +177,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         return dry_run_report(training_args, model_args, ("num_generations", "max_completion_length", "use_vllm"))
     tasks = [t for t in load_tasks(tasks_file) if t.split in script_args.splits]
     if not tasks:
-        raise ValueError(f"{tasks_file} has no tasks in the splits {script_args.splits}")
+        raise TrainingInputError(f"{tasks_file} has no tasks in the splits {script_args.splits}")
     draw = script_args.spread_candidates or script_args.max_tasks
     if draw:
         sample = random.Random(training_args.seed).sample(tasks, min(draw, len(tasks)))
@@ -190,7 +190,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     if script_args.references:
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve_model(script_args.references)))}
     if script_args.use_llm_judge and not (run.judge.endpoint or run.judge.serve):
-        raise ValueError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
+        raise TrainingInputError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
     # the same Scorer as `terminus judge` builds (prompts, concurrency, limits, judge.group) with the run's one cache
     stack = contextlib.ExitStack()
     scorer = stack.enter_context(
@@ -244,7 +244,7 @@ def refuse_several_processes(env: dict | None = None) -> None:
     forever for the ranks that are done. Checked before TRL's parser, which would join the process group first."""
     world = int((env if env is not None else os.environ).get("WORLD_SIZE") or 1)
     if world > 1:
-        raise ValueError(
+        raise TrainingInputError(
             f"terminus grpo runs as one training process, not {world} (WORLD_SIZE): its lockstep rollouts call "
             "generation a different number of times on each rank and TRL's collectives deadlock; run it without "
             "accelerate launch or torchrun, on one GPU"

@@ -15,6 +15,7 @@ from transformers import TrainerCallback
 from terminus.collect.provenance import model_stamp
 from terminus.config import resolve, resolve_model
 from terminus.io import append_jsonl, read_jsonl, write_json_atomic, write_jsonl_atomic
+from terminus.train import TrainingInputError
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ def check_model_resolves(model_id: str) -> dict:
         # Not cached here (no hub access): resolve the architecture from the model family the id names.
         family = model_id.split("/")[-1].split("-")[0].lower()
         if family not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-            raise ValueError(f"cannot resolve a causal-LM class for {model_id!r} offline") from None
+            raise TrainingInputError(f"cannot resolve a causal-LM class for {model_id!r} offline") from None
         source, model_type = "not cached (would download on the cluster)", family
     return {"model": model_id, "source": source, "class": MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]}
 
@@ -194,7 +195,10 @@ def parse_recipe(dataclasses: tuple, argv: list[str]):
 
         if not torch.cuda.is_available():
             argv = [*argv, "--use_cpu", "true"]
-    script_args, training_args, model_args = TrlParser(dataclasses).parse_args_and_config(argv)
+    try:
+        script_args, training_args, model_args = TrlParser(dataclasses).parse_args_and_config(argv)
+    except ValueError as err:  # TRL's parser: a flag it does not know, or a value of the wrong kind
+        raise TrainingInputError(str(err)) from None
     # recipes name folders relative to the project they run in: never to where the package is installed (a second
     # checkout sharing the venv would train into, and resume from, the first one's results/)
     training_args.output_dir = str(resolve(training_args.output_dir))

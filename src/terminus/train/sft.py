@@ -18,6 +18,7 @@ from terminus.agent.template import TemplateError, describe, install
 from terminus.agent.terminal import TERMINAL_TOOL
 from terminus.config import resolve_model
 from terminus.determinism import deterministic_torch
+from terminus.io import MissingFileError
 from terminus.train.run import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def main(script_args: SFTScriptArguments, training_args, model_args) -> dict:
         return dry_run_report(training_args, model_args, ("assistant_only_loss", "max_length"))
     dataset_path = resolve_model(script_args.dataset_path)
     if not Path(dataset_path).is_dir():
-        raise FileNotFoundError(f"dataset {dataset_path} does not exist (make it with `terminus sft-data`)")
+        raise MissingFileError(f"dataset {dataset_path} does not exist (make it with `terminus sft-data`)")
     data = load_from_disk(dataset_path)
     tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # Qwen3-4B's own has no generation markers
     if training_args.assistant_only_loss:

@@ -11,6 +11,13 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from terminus.errors import TerminusError
+
+
+class SpecError(TerminusError, ValueError):
+    """A synthetic project the corpus config asks for that the generator does not make (language, domain, variant)."""
+
+
 LANGUAGES = ("python", "node", "cmake", "rust", "go")
 VARIANTS = ("pass", "fail", "broken", "missing-dep", "warnings")
 # variant -> task types it yields
@@ -166,11 +173,11 @@ def mutate(expr: str, rng: random.Random) -> str | None:
 def make_spec(language: str, domain: str, variant: str, index: int, seed: int, **options) -> Spec:
     """Deterministic in (language, domain, variant, index, seed): the same call gives the same project."""
     if language not in LANGUAGES:
-        raise ValueError(f"unknown language {language!r}; choose from {', '.join(LANGUAGES)}")
+        raise SpecError(f"unknown language {language!r}; choose from {', '.join(LANGUAGES)}")
     if domain not in DOMAINS:
-        raise ValueError(f"unknown domain {domain!r}; choose from {', '.join(DOMAINS)}")
+        raise SpecError(f"unknown domain {domain!r}; choose from {', '.join(DOMAINS)}")
     if variant not in SUPPORTED[language]:
-        raise ValueError(f"variant {variant!r} is not supported for {language} (supported: {SUPPORTED[language]})")
+        raise SpecError(f"variant {variant!r} is not supported for {language} (supported: {SUPPORTED[language]})")
     # The repository (functions, cases, layout) depends on the repo seed only; the variant changes the fault.
     repo_rng = random.Random(f"{seed}/{language}/{domain}/{index}")
     table, packages = DOMAINS[domain]
