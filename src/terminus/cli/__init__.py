@@ -10,12 +10,15 @@ import typer
 
 from terminus import __version__
 from terminus.cli.support import OneLineErrors
-from terminus.cli.swe import app as swe_app
 from terminus.errors import set_debug
 from terminus.runspec import RunSpec, load_run
 from terminus.sandbox import Backend, SandboxSpec
 
+# Every command is registered one way: a decorator (`@app.command(...)`, `@tasks_app.command(...)`,
+# `@swe_app.command(...)`) in the module of its group, which this package imports at its end. The command groups
+# are made here, beside `app`.
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, cls=OneLineErrors)
+swe_app = typer.Typer(add_completion=False, no_args_is_help=True)
 app.add_typer(swe_app, name="swe", help="SWE-bench-family instances: grade, validate, corpus tasks.")
 tasks_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build and validate the task corpus.")
 app.add_typer(tasks_app, name="tasks")
@@ -51,12 +54,9 @@ def _sandbox(sandbox: Backend | None, config: Path | None) -> SandboxSpec:
     return _run(config, sandbox).sandbox
 
 
-# The commands, registered on `app` as their modules are imported.
-from terminus.cli import agent, corpus, evaluation, judging, training, view  # noqa: E402, F401
-from terminus.cli.hosting import MCP_SETTINGS, mcp_command, serve_command  # noqa: E402 - the commands that host the subagent
-
-app.command("mcp", context_settings=MCP_SETTINGS)(mcp_command)
-app.command("serve")(serve_command)
+# The commands, registered as their modules are imported (in this order, which `terminus --help` lists).
+from terminus.cli import agent, corpus, evaluation, judging, training, view  # noqa: E402, F401, I001
+from terminus.cli import hosting, swe  # noqa: E402, F401
 
 
 def main() -> None:  # pragma: no cover

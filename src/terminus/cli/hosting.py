@@ -22,6 +22,7 @@ from pathlib import Path
 import typer
 
 from terminus.agent.template import CHAT_KWARGS, CHAT_TEMPLATE
+from terminus.cli import app
 from terminus.cli.support import TURN_LIMIT, copy_cap_bytes, copy_cap_option, seconds
 from terminus.errors import TerminusError
 from terminus.mcp_http import HEADER_TIMEOUT_S
@@ -39,6 +40,7 @@ CLIENTS = ("claude", "codex", "vscode")  # `terminus mcp --print-config`
 MCP_SETTINGS = {"auto_envvar_prefix": "TERMINUS_MCP"}
 
 
+@app.command("mcp", context_settings=MCP_SETTINGS)
 def mcp_command(
     repo: Path = typer.Option(
         None,
@@ -227,6 +229,7 @@ def use_lines(served_name: str, url: str) -> list[str]:
     ]
 
 
+@app.command("serve")
 def serve_command(
     model: str = typer.Argument(..., help="Model folder (e.g. results/<run>/export) or hub id (e.g. Qwen/Qwen3-4B)."),
     port: int = typer.Option(8000, min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from terminus.cli import swe_app
 from terminus.cli.support import check_output
 from terminus.config import schema_default
 from terminus.errors import TerminusError
@@ -33,8 +34,6 @@ from terminus.tasks.splits import assign_splits, format_stats
 
 # Instances at once: the corpus stage's SWE validation setting, the one home of that default.
 INSTANCES_AT_ONCE = schema_default("tasks", "swe", "concurrency")
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
 def _instances(dataset: str | None, benchmark: str | None, split: str | None, ids: str | None):
@@ -99,7 +98,7 @@ def _spec(sandbox: Backend | None, docker_url: str | None, binds: list[str] | No
     return SandboxSpec(sandbox, binds=tuple(_check_binds(binds)), docker_url=docker_url)
 
 
-@app.command("grade")
+@swe_app.command("grade")
 def grade_command(
     dataset: str = typer.Option(None, help="Rows in a SWE-bench-family schema: a JSONL/JSON/CSV file or a hub id."),
     predictions: Path = typer.Option(
@@ -164,7 +163,7 @@ def grade_command(
         )
 
 
-@app.command("validate")
+@swe_app.command("validate")
 def validate_command(
     dataset: str = typer.Option(None, help="Rows in a SWE-bench-family schema: a JSONL/JSON/CSV file or a hub id."),
     sandbox: Backend = typer.Option(..., help="Sandbox backend."),
@@ -196,7 +195,7 @@ def validate_command(
         typer.echo(f"  {iid}: {_one_line(reason)}")
 
 
-@app.command("tasks")
+@swe_app.command("tasks")
 def tasks_command(
     out: Path = typer.Option(..., help="Task file (JSON lines); local repositories get snapshots in repos/ beside."),
     instances: Path = typer.Option(None, help="Repair instances from `terminus swe validate`."),
@@ -248,7 +247,7 @@ def tasks_command(
     typer.echo(f"wrote {out} and {out.with_suffix('.stats.json')}")
 
 
-@app.command("select")
+@swe_app.command("select")
 def select_command(
     out: Path = typer.Option(..., help="The selected rows (JSON lines); their splits go to <out>.splits.json."),
     config: str = typer.Option("swe-rebench-v2", help="Selection config: a name in configs/benchmarks or a file."),
