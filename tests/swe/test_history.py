@@ -27,6 +27,17 @@ def _with_future(repo, fix: str) -> None:
     git("gc", "-q", cwd=repo)
 
 
+def _pro_row_with_future(swe_data, repo):
+    """The SWE-Bench Pro row, its repository copied to `repo` with the fix commit's future in it; (row, repo, base
+    commit, fix commit)."""
+    root, built = swe_data
+    (inst,) = load_instances("swebench-pro", dataset=str(root / "pro.jsonl"))
+    shutil.copytree(root / inst.repo_path, repo)
+    base, fix = built["units"]["base"], built["units"]["fix"]
+    _with_future(repo, fix)
+    return inst, repo, base, fix
+
+
 def _sees(box, where: str) -> dict:
     def out(command: str) -> str:
         return box.run(f"cd {where} && {command}", 60).output.strip()
@@ -54,12 +65,7 @@ def test_an_image_task_starts_with_the_base_commit_alone(swe_data, tmp_path):
     """An image's repository (here: a full-history copy in a bwrap sandbox at the image's workdir) after the
     task's setup: SWE-Bench Pro's test setup has checked the test file out of the fix commit, then the history
     went; the test file stays as the setup left it."""
-    root, built = swe_data
-    (inst,) = load_instances("swebench-pro", dataset=str(root / "pro.jsonl"))
-    repo = tmp_path / "image-repo"
-    shutil.copytree(root / inst.repo_path, repo)
-    base, fix = built["units"]["base"], built["units"]["fix"]
-    _with_future(repo, fix)
+    inst, repo, base, fix = _pro_row_with_future(swe_data, tmp_path / "image-repo")
     inst.repo_path, inst.image, inst.workdir = None, "an-image", "/workspace"  # as a row with an image is read
     (task, *_) = tasks_for(inst, tmp_path / "tasks.jsonl")
     with make_sandbox(SandboxSpec("bwrap"), repo, LIMITS) as box:
@@ -76,12 +82,7 @@ def test_an_image_task_starts_with_the_base_commit_alone(swe_data, tmp_path):
 
 @needs_bwrap
 def test_a_local_row_starts_with_the_base_commit_alone(swe_data, tmp_path):
-    root, built = swe_data
-    (inst,) = load_instances("swebench-pro", dataset=str(root / "pro.jsonl"))
-    repo = tmp_path / "local-repo"
-    shutil.copytree(root / inst.repo_path, repo)
-    base, fix = built["units"]["base"], built["units"]["fix"]
-    _with_future(repo, fix)
+    inst, repo, base, fix = _pro_row_with_future(swe_data, tmp_path / "local-repo")
     inst.repo_path = str(repo)
     with instance_sandbox(inst, SandboxSpec("bwrap"), for_agent=True) as (box, workdir):
         _shows_no_future(_sees(box, workdir), box, workdir, base, fix)

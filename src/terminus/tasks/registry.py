@@ -297,24 +297,16 @@ def mutants_for(
     report that cannot be read fails the package (status `bad-junit`, the reason said), never the build."""
     report = PackageReport(name, version, "ok", workdir=workdir)
     try:
-        return _mutants(report, name, version, cache, workdir, count, seed, sandbox, max_tries, timeout_s)
+        return _mutants(report, cache, workdir, count, seed, sandbox, max_tries, timeout_s)
     except JunitError as err:
         report.status, report.reason, report.mutants = "bad-junit", str(err), []
         return report
 
 
-def _mutants(
-    report: PackageReport,
-    name: str,
-    version: str,
-    cache: Path,
-    workdir: Path,
-    count: int,
-    seed: int,
-    sandbox: SandboxSpec,
-    max_tries: int,
-    timeout_s: float,
-) -> PackageReport:
+def _mutants(report: PackageReport, cache: Path, workdir: Path, count: int, seed: int, sandbox: SandboxSpec,
+             max_tries: int, timeout_s: float) -> PackageReport:  # fmt: skip
+    """`mutants_for` of the package `report` names, filling the report."""
+    name, version = report.name, report.version
     try:
         sdist = download(name, version, cache)
     except RegistryUnavailable as err:
