@@ -15,7 +15,7 @@ from terminus.errors import TerminusError
 from terminus.io import read_jsonl, write_json_atomic, write_jsonl_atomic
 from terminus.judge.setup import judge_cache_dir, judge_from_config, scorer_from_config
 from terminus.judge.validity import LABELS, load_labels, validity_report
-from terminus.tasks.record import Task, TaskFileError, load_tasks
+from terminus.tasks.record import Task, load_tasks
 
 
 @app.command("judge")
@@ -34,13 +34,10 @@ def judge_command(
     """Score trajectories: LLM judge against the reference plus the fact checker, one reward each."""
 
     cfg = override_endpoint_limits(_run(config).config, "judge", request_timeout, max_retries)
-    try:
-        task_map = {t.id: t for t in load_tasks(tasks)}
-        records = read_jsonl(trajectories, trajectory.FIELDS, required=("id", "task_id"))
-        refs = read_jsonl(references, trajectory.FIELDS, required=("task_id",)) if references else []
-        refs = {r["task_id"]: r for r in refs}
-    except (TaskFileError, FileNotFoundError) as err:
-        raise TerminusError(str(err)) from err
+    task_map = {t.id: t for t in load_tasks(tasks)}
+    records = read_jsonl(trajectories, trajectory.FIELDS, required=("id", "task_id"))
+    refs = read_jsonl(references, trajectory.FIELDS, required=("task_id",)) if references else []
+    refs = {r["task_id"]: r for r in refs}
     # a bad judge.scorer is a ScorerConfigError: OneLineErrors prints it in one line, before any judge is served
     with scorer_from_config(cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs) as scorer:
         try:
@@ -71,12 +68,9 @@ def judge_validity(
     run = _run(config)
     cfg = run.config
     out = out or run.run_dir / "judge" / "validity.json"
-    try:
-        task_map = {t.id: t for t in load_tasks(tasks)}
-        records = read_jsonl(trajectories, trajectory.FIELDS, required=("id", "task_id"))
-        records = [r for r in records if r["task_id"] in task_map]
-    except (TaskFileError, FileNotFoundError) as err:
-        raise TerminusError(str(err)) from err
+    task_map = {t.id: t for t in load_tasks(tasks)}
+    records = read_jsonl(trajectories, trajectory.FIELDS, required=("id", "task_id"))
+    records = [r for r in records if r["task_id"] in task_map]
     judge_cfg = cfg["judge"]
     note = ""
     if not judge_cfg.get("endpoint") and judge_cfg.get("serve"):
