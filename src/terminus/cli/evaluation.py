@@ -74,7 +74,6 @@ def eval_summary_command(
 
 
 def _eval_summary(cfg: dict, out: Path) -> None:
-
     records = merge_cells(cfg, out)
     rows = summarise(records, stamp(cfg))
     write_csv(rows, out / "summary.csv")

@@ -37,7 +37,6 @@ INSTANCES_AT_ONCE = schema_default("tasks", "swe", "concurrency")
 
 
 def _instances(dataset: str | None, benchmark: str | None, split: str | None, ids: str | None):
-
     if not dataset and not benchmark:
         raise TerminusError("give --dataset (a JSONL/JSON/CSV file or a hub id) or --benchmark")
     return load_instances(
@@ -72,7 +71,6 @@ def _json_object(path: Path, flag: str) -> dict:
 
 
 def _repair_instances(path: Path) -> list:
-
     _text(path, "--instances")  # missing, or not UTF-8: one line naming the flag
     # field types and the fields it needs checked per line (file:line); one it does not know is from_dict's error
     records = read_jsonl(path, record_fields(RepairInstance), required=required_fields(RepairInstance))

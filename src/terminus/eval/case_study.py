@@ -48,7 +48,6 @@ def case_study(
     main_agent: str | None = None,
     tokenizer: str = "qwen",
 ) -> dict:
-
     task_id = task_id or pick_task(records, subagent, main_agent)
     pick = {s: r for (s, t), r in _repair(records, main_agent).items() if t == task_id}
     if "none" not in pick or subagent not in pick:

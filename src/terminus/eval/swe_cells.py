@@ -27,14 +27,12 @@ def is_swe(bench: str) -> bool:
 
 
 def swe_instances(eval_cfg: dict, bench: str) -> list:
-
     swe = eval_cfg.get("swe") or {}
     dataset = (swe.get("datasets") or {}).get(bench)
     return load_instances(bench, dataset=dataset, limit=eval_cfg.get("max_tasks") or swe.get("limit"))
 
 
 def swe_episode(inst, cell: CellRun, *, tokenizer: str, timeout_s: float) -> dict:
-
     start = time.perf_counter()
     key = cell.key(inst.instance_id)
     sandbox, policy = cell.sandbox, cell.policy
