@@ -179,7 +179,7 @@ def test_predictions_in_the_official_formats(tmp_path):
     with pytest.raises(PredictionsError, match="unknown predictions format"):
         write_predictions(records, tmp_path / "x", "sweb")
     (tmp_path / "broken.jsonl").write_text("{not json\n")
-    with pytest.raises(PredictionsError, match="broken.jsonl:1 is not valid JSON"):
+    with pytest.raises(PredictionsError, match=r"broken\.jsonl:1 is not valid JSON"):
         read_predictions(tmp_path / "broken.jsonl")
 
 
