@@ -10,13 +10,13 @@ from pathlib import Path
 import typer
 
 from terminus.cli.support import check_output
-from terminus.config import schema_default
 from terminus.errors import TerminusError
 from terminus.io import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from terminus.sandbox import Backend, SandboxSpec
+from terminus.settings import SweTasks, field_default
 
 # Instances at once: the corpus stage's SWE validation setting, the one home of that default.
-INSTANCES_AT_ONCE = schema_default("tasks", "swe", "concurrency")
+INSTANCES_AT_ONCE = field_default(SweTasks, "concurrency")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
