@@ -18,8 +18,9 @@ import tempfile
 from pathlib import Path
 
 from benchmark_result import write_result
-from terminus.config import git_commit, schema_default
+from terminus.config import git_commit
 from terminus.runspec import SandboxSpec
+from terminus.settings import TURN_LIMIT
 from terminus.train.evaluate import held_out
 from terminus.train.probe import probe
 
@@ -61,7 +62,7 @@ def main() -> int:
         if args.tasks is not None and (not args.held_out or name in args.held_out.split(",")):
             with tempfile.TemporaryDirectory() as tmp:
                 episodes = Path(tmp) / "held_out.jsonl"
-                turns = schema_default("collect", "max_turns")
+                turns = TURN_LIMIT
                 result["models"][name]["held_out"] = held_out(
                     folder, args.tasks, episodes, sandbox=SandboxSpec(), max_turns=turns, concurrency=2,
                     max_new_tokens=args.max_new_tokens,

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from benchmark_result import write_result
 from terminus.collect.collect import collect
-from terminus.config import schema_default
 from terminus.models import make_policy
 from terminus.runspec import SandboxSpec
 from terminus.sandbox import default_backend
+from terminus.settings import TURN_LIMIT
 from terminus.tasks.record import Task, write_tasks
 from terminus.tasks.synthetic import DOMAINS, generate
 
@@ -78,7 +78,7 @@ def measure(episodes: int, serial: int, wait: float, levels: tuple[int, ...]) ->
                 Path(tmp) / f"out-{concurrency}.jsonl",
                 splits=("train",),
                 sandbox=SandboxSpec(),
-                max_turns=schema_default("collect", "max_turns"),
+                max_turns=TURN_LIMIT,
                 concurrency=concurrency,
                 show_progress=False,
             )

@@ -20,9 +20,10 @@ import tempfile
 from pathlib import Path
 
 from benchmark_result import write_result
-from terminus.config import git_commit, schema_default
+from terminus.config import git_commit
 from terminus.io import read_jsonl
 from terminus.runspec import SandboxSpec
+from terminus.settings import TURN_LIMIT
 from terminus.train import sft
 from terminus.train.evaluate import held_out
 from terminus.train.export import export
@@ -60,7 +61,7 @@ def main() -> int:
         export(Path(summary["model"]), tmp / "merged", check_vllm=False)
         losses = [r["loss"] for r in read_jsonl(tmp / "sft" / "metrics.jsonl") if "loss" in r]
         common = {"split": "train", "task_ids": chosen, "max_new_tokens": args.max_new_tokens, "concurrency": 2,
-                  "sandbox": SandboxSpec(), "max_turns": schema_default("collect", "max_turns")}  # fmt: skip
+                  "sandbox": SandboxSpec(), "max_turns": TURN_LIMIT}  # fmt: skip
         overfit = held_out(str(tmp / "merged"), tasks_file, tmp / "fit.jsonl", name="overfit", **common)
         learned = str(args.run / "models" / "sft-merged")
         learning = held_out(learned, tasks_file, tmp / "sft.jsonl", name="sft", **common)

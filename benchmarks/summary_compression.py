@@ -19,11 +19,11 @@ from pathlib import Path
 from benchmark_result import write_result
 from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.agent.parsing import render_final_answer
-from terminus.config import schema_default
 from terminus.models import make_policy
 from terminus.sandbox import SandboxSpec, default_backend, make_sandbox
+from terminus.settings import TURN_LIMIT
 
-TEN = AgentConfig(max_turns=schema_default("collect", "max_turns"))  # as the stages run it
+TEN = AgentConfig(max_turns=TURN_LIMIT)  # as the stages run it
 
 QUERY = "Build the project and run the whole test suite; tell me what fails and why."
 

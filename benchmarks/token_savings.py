@@ -29,7 +29,6 @@ from pathlib import Path
 import yaml
 
 from benchmark_result import write_result
-from terminus.config import schema_default
 from terminus.eval.grid import verify
 from terminus.eval.metrics import rerun_rate
 from terminus.mainagent.harness import run_main_agent
@@ -37,11 +36,12 @@ from terminus.mainagent.reader import ReaderMainAgent
 from terminus.mainagent.tokens import TokenCounter
 from terminus.models import make_policy
 from terminus.runspec import SandboxSpec, load_run
+from terminus.settings import TURN_LIMIT
 from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks
 
 log = logging.getLogger("token_savings")
-TURNS = schema_default("eval", "subagents", "tool_call_limit")
+TURNS = TURN_LIMIT
 
 
 class SilentSubagent:

@@ -91,9 +91,9 @@ def episode_length_reward(completion_ids, **kwargs) -> list[float]:
 def check(work: Path, sandbox: str | None) -> dict:
     from terminus.agent.template import template_sha256
     from terminus.collect.collect import collect
-    from terminus.config import schema_default
     from terminus.models import make_policy
     from terminus.runspec import SandboxSpec
+    from terminus.settings import TURN_LIMIT
     from terminus.tasks.build import small_corpus
     from terminus.train import grpo, sft
     from terminus.train.data import build_sft_dataset
@@ -101,7 +101,7 @@ def check(work: Path, sandbox: str | None) -> dict:
 
     (work / "corpus").mkdir()
     tasks = small_corpus(work / "corpus", ["python"], 2, ["pass", "fail"])
-    turns = schema_default("collect", "max_turns")
+    turns = TURN_LIMIT
     collect(
         tasks, make_policy("scripted"), work / "traj.jsonl", sandbox=SandboxSpec(), max_turns=turns, concurrency=2,
         show_progress=False,

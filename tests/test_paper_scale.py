@@ -48,7 +48,7 @@ def test_collect_runs_in_the_configs_sandbox_and_records_it(corpus, tmp_path):
     assert all("/workspace\n" not in r["messages"][0]["content"] for r in records)
 
 
-def test_the_collect_rule_passes_the_configs_sandbox_and_concurrency():
+def test_the_collect_rule_passes_the_config_and_paths_only():
     done = subprocess.run(
         [
             sys.executable,
@@ -72,10 +72,13 @@ def test_the_collect_rule_passes_the_configs_sandbox_and_concurrency():
     text = done.stdout + done.stderr
     assert done.returncode == 0, text[-2000:]
     command = next(line for line in text.splitlines() if "terminus collect" in line)
-    # the stage reads the workflow's config (paper.yaml, defaults filled) from the run folder: its sandbox and image
-    assert "--concurrency 32" in command and "--config results/paper/config.yaml --quiet" in command
+    # the stage reads the workflow's config (paper.yaml, defaults filled) from the run folder: its sandbox and image,
+    # and its teacher, splits, turns and concurrency (the rule passes the config and paths only, no copy of a value)
+    assert "--config results/paper/config.yaml --quiet" in command
+    assert not {"--concurrency", "--max-turns", "--policy", "--model", "--splits"} & set(command.split())
     merged, paper = load_config(ROOT / "results/paper/config.yaml"), load_config(ROOT / "configs/paper.yaml")
     assert merged["_hash"] == paper["_hash"] and merged["sandbox_image"] == paper["sandbox_image"]
+    assert merged["collect"]["concurrency"] == 32
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,15 @@
-"""Experiment configs: read, validate against configs/schema/config.schema.yaml, fill defaults, hash; each default's
-one home (`schema_default`); and how a path the user gives is found (`resolve`, `resolve_model`): from the working
-folder, never from where the package is installed (a second checkout sharing one virtual environment writes into
-itself). `ROOT` is the package's own checkout, for the files it ships (schema, prompts, templates) only.
+"""Experiment configs: read, validate against the typed config (`terminus.settings`, each default's one home; the
+JSON schema configs/schema/config.schema.json is generated from it), fill defaults, hash; and how a path the user
+gives is found (`resolve`, `resolve_model`): from the working folder, never from where the package is installed (a
+second checkout sharing one virtual environment writes into itself). `ROOT` is the package's own checkout, for the
+files it ships (schema, prompts, templates) only.
 
-Imported by the agent loop and every stage, so only light modules load at import time (jsonschema takes
-seconds to import; it loads when a config is read)."""
+Imported by the agent loop and every stage, so only light modules load at import time (pydantic and the models
+take well under a tenth of a second; jsonschema, which takes seconds, is not used)."""
 
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
 import json
 import os
@@ -17,11 +17,13 @@ import subprocess
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
 
 from terminus.errors import TerminusError
+from terminus.settings import Config, filled
 
 ROOT = Path(__file__).resolve().parents[2]  # the package's checkout: the schema, prompts and templates it ships
-SCHEMA = ROOT / "configs" / "schema" / "config.schema.yaml"
+SCHEMA = ROOT / "configs" / "schema" / "config.schema.json"  # generated from terminus.settings.Config
 DEFAULT = Path("configs") / "config.yaml"  # the smoke config of the project in the working folder
 
 
@@ -105,74 +107,99 @@ def _loader(name: str):
     return make
 
 
-def _with_defaults(validator_class):
-    import jsonschema
-
-    validate_properties = validator_class.VALIDATORS["properties"]
-
-    def set_defaults(validator, properties, instance, schema):
-        if isinstance(instance, dict):
-            for key, sub in properties.items():
-                if "default" in sub and key not in instance:
-                    instance[key] = copy.deepcopy(sub["default"])
-                elif sub.get("type") == "object" and key not in instance and "properties" in sub:
-                    instance[key] = {}
-        yield from validate_properties(validator, properties, instance, schema)
-
-    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
-
-
-@functools.cache
-def _filling_validator():
-    """The schema's validator that also fills in defaults (made once, on first use)."""
-    import jsonschema
-
-    return _with_defaults(jsonschema.Draft202012Validator)
-
-
-@functools.cache
-def _schema() -> dict:
-    return yaml.safe_load(SCHEMA.read_text())
-
-
-def schema_default(*keys: str):
-    """The schema's default of a config key (`schema_default("collect", "max_turns")`): where a command-line flag
-    that may run without a config takes its default, so that each default lives once, in the schema."""
-    node = _schema()
-    for key in keys:
-        node = node.get("items", node)["properties"][key]  # a list's entries: ("eval", "subagents", "name")
-    return copy.deepcopy(node["default"])
-
-
 def fill_defaults(raw: dict, source: str) -> dict:
-    """A copy of `raw` validated against the schema with every default filled in (paths as written): the one
-    validation of a config, for the CLI (`load_config`) and the workflow (Snakefile) alike. Errors name `source`,
-    the key and the problem."""
-    config = copy.deepcopy(raw)
-    errors = sorted(_filling_validator()(_schema()).iter_errors(config), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = []
-        for err in errors[:5]:
-            key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-            lines.append(f"  {key}: {err.message}")
-        raise ConfigError(f"{source} does not match {SCHEMA.relative_to(ROOT)}:\n" + "\n".join(lines))
-    _check_unique(config, source)
-    return config
+    """A copy of `raw` validated against the typed config (`terminus.settings.Config`) with every default filled in
+    (paths as written): the one validation of a config, for the CLI (`load_config`) and the workflow (Snakefile)
+    alike. Errors name `source`, the key and the problem."""
+    return filled(validate(raw, source))
 
 
-def load_config(path: Path | str | None = None) -> dict:
+def validate(raw, source: str) -> Config:
+    """`raw` as the frozen, typed config (`terminus.settings.Config`); a ConfigError naming `source`, each wrong key
+    and its problem otherwise."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source} holds {type(raw).__name__}, not a mapping of settings")
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(f"{source}: " + "; ".join(problems(err))) from None
+
+
+def problems(err) -> list[str]:
+    """One entry per wrong key (the first five): `eval.subagents.1.modle: unknown key ...`. The branches of a
+    union (an int or a float; an endpoint or null) report one failure each; they are joined into one entry."""
+    by_key: dict[str, list[str]] = {}
+    for problem in err.errors():
+        # A location's parts are keys, list indices and the tags of union branches (`int`, `Endpoint`, ...):
+        # keys and indices name where the problem is.
+        parts = [str(p) for p in problem["loc"] if isinstance(p, int) or (p.isidentifier() and p.islower())]
+        parts = [p for p in parts if p not in UNION_TAGS]
+        message = problem["msg"].removeprefix("Value error, ")
+        named, sep, rest = message.partition(": ")
+        if problem["type"] == "value_error" and sep and named.isidentifier():  # a model's own check names its key
+            parts, message = [*parts, named], rest
+        key = ".".join(parts) or "(top level)"
+        if problem["type"] == "not_unique":  # `eval.seeds has 0 twice; ...`: the list is named in the message
+            by_key.setdefault(".".join([*parts, problem["ctx"]["key"]]), []).append(message.partition(" ")[2])
+            continue
+        if problem["type"] == "extra_forbidden":
+            message = "unknown key (not a setting of this section)"
+        elif problem["type"] == "missing":
+            message = "required, missing"
+        elif problem["type"] == "literal_error":
+            message = f"{problem['input']!r} is not one of: {problem['ctx']['expected']}"
+        by_key.setdefault(key, [])
+        if message not in by_key[key]:
+            by_key[key].append(message)
+    return [
+        f"{key} {messages[0]}" if messages[0].startswith("has ") else f"{key}: {' or '.join(messages)}"
+        for key, messages in list(by_key.items())[:5]
+    ]
+
+
+UNION_TAGS = {"int", "float", "str", "bool", "none", "list", "dict"}
+
+
+def merge_sets(raw: dict, sets: list[str] | tuple[str, ...], source: str) -> dict:
+    """`raw` with each `KEY=VALUE` of `sets` (`--set eval.concurrency=8`; VALUE read as YAML) put in, before
+    validation: a key the config does not know is then an error naming it, as in the file."""
+    out = copy.deepcopy(raw)
+    for item in sets:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {item!r}: give KEY=VALUE (a dotted key such as eval.concurrency=8)")
+        try:
+            value = yaml.load(text, Loader=_loader(f"--set {key}"))
+        except yaml.YAMLError as err:
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({' '.join(str(err).split())})") from None
+        node = out
+        parts = key.strip().split(".")
+        for i, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                where = ".".join(parts[: i + 1])
+                raise ConfigError(f"--set {key}: {where} in {source} is not a section (it holds a value)")
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def load_config(path: Path | str | None = None, sets: list[str] | tuple[str, ...] = ()) -> dict:
     """The validated config with every default filled in; errors name the file, the key and the problem.
-    Relative paths, the config's own and those it names, are from the working folder (made absolute here)."""
+    `sets` (`--set KEY=VALUE`) go in before validation (`merge_sets`). Relative paths, the config's own and those it
+    names, are from the working folder (made absolute here)."""
     path = Path(path or DEFAULT).expanduser().absolute()
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     raw = load_yaml(path, "config file") or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"config file {path} holds {type(raw).__name__}, not a mapping of settings")
-    filled = fill_defaults(raw, str(path))
+    filled = fill_defaults(merge_sets(raw, sets, str(path)) if sets else raw, str(path))
     config = _fill_run(filled, filled["run"])
     # Hashed before paths become absolute, so the same config has the same hash on every machine and checkout.
-    digest = _digest(config)
+    digest = config_digest(config)
     base = Path.cwd()
     _resolve_paths(config, base)
     config["_path"] = str(path)
@@ -187,24 +214,7 @@ def refill(config: dict) -> dict:
     public = {k: v for k, v in config.items() if not k.startswith("_")}
     filled = fill_defaults(public, config.get("_path") or "a changed config")
     private = {k: v for k, v in config.items() if k.startswith("_")}
-    return filled | private | {"_hash": _digest(filled)}
-
-
-# Lists whose entries name the eval grid's cells (and so their record and prediction files): a repeat would make
-# two cells of one name, one of which is silently lost.
-UNIQUE_LISTS = (("main_agents", "name"), ("subagents", "name"), ("benchmarks", None), ("seeds", None))
-
-
-def _check_unique(config: dict, path: Path | str) -> None:
-    section = config.get("eval") or {}
-    for key, field in UNIQUE_LISTS:
-        seen = set()
-        for entry in section.get(key) or []:
-            value = entry.get(field) if field and isinstance(entry, dict) else entry
-            if value in seen:
-                what = f"two entries named {value!r}" if field else f"{value!r} twice"
-                raise ConfigError(f"{path}: eval.{key} has {what}; each must be unique (it names the eval cells)")
-            seen.add(value)
+    return filled | private | {"_hash": config_digest(filled)}
 
 
 def _fill_run(node, run: str):
@@ -254,14 +264,14 @@ def _resolve_paths(config: dict, base: Path) -> None:
         tasks["manifests"] = [str(resolve(p, base)) for p in tasks["manifests"]]
 
 
-def _digest(config: dict) -> str:
+def config_digest(config: dict) -> str:
     public = {k: v for k, v in config.items() if not k.startswith("_")}
     return hashlib.sha256(json.dumps(public, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def config_hash(config: dict) -> str:
     """A short hash of the config's content (defaults filled, paths as written), stamped on every table."""
-    return config.get("_hash") or _digest(config)
+    return config.get("_hash") or config_digest(config)
 
 
 def git_commit() -> str:

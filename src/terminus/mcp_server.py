@@ -45,6 +45,7 @@ from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Sandbox, SandboxError, SandboxSpec, default_backend, make_sandbox
 from terminus.sandbox.docker import default_image
 from terminus.sandbox.tmproot import remove_own_root
+from terminus.settings import REQUEST_TIMEOUT
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class ServerSettings:
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
-    request_timeout: float = 120.0
+    request_timeout: float = float(REQUEST_TIMEOUT)
     """Seconds to wait for one model reply (openai policy)."""
     trajectories: Path | None = None
     """Folder for `trajectories.jsonl` (collect's record) and its `.timings.jsonl` sidecar; None: not kept."""

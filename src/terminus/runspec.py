@@ -1,149 +1,98 @@
 """One run's settings, resolved once where a run starts (each CLI command, GRPO's main, the MCP server) and handed
-down as arguments: the schema-filled config as typed stage sections (`RunSpec`), and where the run's commands
-execute (`SandboxSpec`). Nothing travels through environment variables; the layers below take what they need as
-required arguments, so each default lives once, in configs/schema/config.schema.yaml.
+down as arguments: the filled config, frozen and typed (`RunSpec.cfg`, `terminus.settings.Config`), and where the
+run's commands execute (`SandboxSpec`). Nothing travels through environment variables; the layers below take what
+they need as required arguments, so each default lives once, in terminus.settings.
 
-Imports `config`, `errors` and the sandbox's own spec (`sandbox.spec`, which imports nothing above it) only, so
-every room may import it."""
+Imports `config`, `settings`, `errors` and the sandbox's own spec (`sandbox.spec`, which imports nothing above it)
+only, so every room may import it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from terminus.config import load_config, run_dir
+import yaml
+
+from terminus.config import load_config, run_dir, validate
 from terminus.sandbox.spec import SandboxSpec
+from terminus.settings import Collect, Config, Eval, Judge, Model, Tasks, filled
 
 POLICIES = ("scripted", "openai", "transformers", "vllm")  # what `terminus.models.make_policy` builds
 LOCAL_POLICIES = ("transformers", "vllm")  # a model on this machine: its GPU, not a price per token
 
 
 @dataclass(frozen=True)
-class TasksSection:
-    synthetic: dict
-    registry: dict
-    manifests: list
-    swe: dict
-    paraphrase: dict | None
-    splits: dict
-
-
-@dataclass(frozen=True)
-class CollectSection:
-    policy: str
-    model: str | None
-    base_url: str | None
-    api_key_env: str | None
-    concurrency: int
-    max_turns: int
-    request_timeout: float
-    max_retries: int
-    splits: list
-
-
-@dataclass(frozen=True)
-class ModelSection:
-    base: str
-    sft_recipe: str
-    grpo_recipe: str
-    summary_max_new_tokens: int
-    summary_policy: str
-    summary_train_tasks: int
-    augment: int
-    decision_copies: int
-    tiny: dict
-
-
-@dataclass(frozen=True)
-class JudgeSection:
-    rubric: str
-    scorer: str
-    prompts: str
-    endpoint: dict | None
-    serve: str | None
-    group: bool
-    llm_stages: list
-    concurrency: int
-    request_timeout: float
-    max_retries: int
-    output_chars: int
-    reply_tokens: int
-    reasoning_tokens: int
-    max_tokens: int | None
-    validity_llm_pairs: int | None
-
-
-@dataclass(frozen=True)
-class EvalSection:
-    split: str
-    benchmarks: list
-    swe: dict
-    main_agents: list
-    subagents: list
-    seeds: list
-    concurrency: int
-    request_timeout: float
-    max_retries: int
-    max_tasks: int | None
-    tokenizer: str
-    case_study_task: str | None
-    judge: dict
-
-
-@dataclass
 class RunSpec:
-    """A loaded experiment config: `config` (the schema-filled dict, for code that takes it whole), its stage
-    sections typed, and `sandbox`. Built once per entry point (`load_run`)."""
+    """A loaded experiment config: `cfg` (frozen and typed: `spec.cfg.collect.max_turns`), `config` (the same
+    config as the filled dict, for code that takes it whole: the hash, the stamp, the written copy; read it, never
+    change it) and `sandbox`. Built once per entry point (`load_run`); a command that overrides a setting derives
+    a new spec (`with_cfg`), never changes this one."""
 
     config: dict
     sandbox: SandboxSpec = field(default_factory=SandboxSpec)
+    cfg: Config = field(default=None, compare=False)  # type: ignore[assignment] - made from `config` when not given
+
+    def __post_init__(self) -> None:
+        if self.cfg is None:
+            object.__setattr__(self, "cfg", typed(self.config))
 
     @property
     def run(self) -> str:
-        return self.config["run"]
+        return self.cfg.run
 
     @property
     def seed(self) -> int:
-        return self.config["seed"]
+        return self.cfg.seed
 
     @property
     def run_dir(self) -> Path:
         return run_dir(self.config)
 
-    # Read from the dict each time (a command's flags update it: endpoint limits, eval's model folders). A key the
-    # schema gains and its section lacks fails here, in tests/test_config_paths.py, not silently.
     @property
-    def tasks(self) -> TasksSection:
-        return TasksSection(**self.config["tasks"])
+    def tasks(self) -> Tasks:
+        return self.cfg.tasks
 
     @property
-    def collect(self) -> CollectSection:
-        return CollectSection(**self.config["collect"])
+    def collect(self) -> Collect:
+        return self.cfg.collect
 
     @property
-    def model(self) -> ModelSection:
-        return ModelSection(**self.config["model"])
+    def model(self) -> Model:
+        return self.cfg.model
 
     @property
-    def judge(self) -> JudgeSection:
-        return JudgeSection(**self.config["judge"])
+    def judge(self) -> Judge:
+        return self.cfg.judge
 
     @property
-    def eval(self) -> EvalSection:
-        return EvalSection(**self.config["eval"])
+    def eval(self) -> Eval:
+        return self.cfg.eval
+
+    def resolved_yaml(self) -> str:
+        """The resolved config as YAML (`terminus config show`, and the copy each stage writes beside its output),
+        its top-level keys as in a config file; the private `_path` and `_hash` named in a comment instead."""
+        public = {k: v for k, v in self.config.items() if not k.startswith("_")}
+        head = f"# resolved from {self.config.get('_path')} (config_hash {self.config.get('_hash')})\n"
+        return head + yaml.safe_dump(public, sort_keys=False, allow_unicode=True)
+
+    def with_cfg(self, cfg: Config) -> RunSpec:
+        """This run with `cfg` instead: a command's flag over a setting (endpoint limits), a value derived from it
+        (eval's model folders made absolute), as `spec.cfg.model_copy(update=...)`. The dict is filled again from
+        it; its private keys are kept, the hash too: the stamp names the config file the run was started from, as it
+        did when flags were written into the loaded dict."""
+        private = {k: v for k, v in self.config.items() if k.startswith("_")}
+        return RunSpec(filled(cfg) | private, self.sandbox, cfg)
 
 
-SECTIONS = {
-    "tasks": TasksSection,
-    "collect": CollectSection,
-    "model": ModelSection,
-    "judge": JudgeSection,
-    "eval": EvalSection,
-}
+def typed(config: dict) -> Config:
+    """The frozen, typed form of a loaded config dict (its private `_path`, `_hash`, `_base` aside)."""
+    return validate({k: v for k, v in config.items() if not k.startswith("_")}, config.get("_path") or "a config")
 
 
-def load_run(path: Path | str | None = None, sandbox: str | None = None) -> RunSpec:
-    """The config at `path`, validated and filled (`load_config`), and its sandbox (`sandbox`, a --sandbox flag,
-    over the config's backend)."""
-    config = load_config(path)
+def load_run(
+    path: Path | str | None = None, sandbox: str | None = None, sets: list[str] | tuple[str, ...] = ()
+) -> RunSpec:
+    """The config at `path`, with `sets` (`--set KEY=VALUE`) merged in before it is validated and filled
+    (`load_config`), and its sandbox (`sandbox`, a --sandbox flag, over the config's backend)."""
+    config = load_config(path, sets)
     return RunSpec(config, SandboxSpec(sandbox or config.get("sandbox"), config.get("sandbox_image")))

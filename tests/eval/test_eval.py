@@ -3,6 +3,7 @@ the tokenizers, replay determinism, clear errors for a missing key or an unreach
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import os
@@ -21,7 +22,7 @@ from terminus.mainagent.brains import ReplayMainAgent
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.tokens import MESSAGE_OVERHEAD, TokenCounter
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec, load_run
+from terminus.runspec import RunSpec, SandboxSpec, load_run
 from terminus.tasks.record import load_tasks
 
 LOCAL = {"sandbox": SandboxSpec(), "subagent_turns": 10}  # the default backend; the paper's turn limit
@@ -185,8 +186,9 @@ def _tiny_subagent_cell(corpus, out: Path, subagent: dict, concurrency: int) -> 
 
     config_path, tasks_file = corpus
     run = load_run(config_path)
-    run.config["eval"] |= {"subagents": [{"name": "tiny", **subagent}], "max_tasks": 4, "concurrency": concurrency}
-    run.config = refill(run.config)  # the new subagent's defaults (its tool_call_limit)
+    config = copy.deepcopy(run.config)
+    config["eval"] |= {"subagents": [{"name": "tiny", **subagent}], "max_tasks": 4, "concurrency": concurrency}
+    run = RunSpec(refill(config), run.sandbox)  # the new subagent's defaults (its tool_call_limit)
     tasks = {t.id: t for t in load_tasks(tasks_file)}
     return run_cell(run, tasks_file, out, Scorer(tasks=tasks), "reader__tiny__execution__0", show_progress=False)
 

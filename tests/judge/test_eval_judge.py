@@ -17,6 +17,7 @@ from terminus.config import ROOT, load_config
 from terminus.judge.llm import JudgeError
 from terminus.judge.setup import check_judge_apart, judge_from_config, judge_settings, scorer_from_config
 from terminus.judge.validity import LABELS, load_labels
+from terminus.runspec import typed
 from terminus.tasks.record import Task, write_tasks
 
 
@@ -27,7 +28,7 @@ def _endpoint(model: str) -> dict:
 def test_eval_reads_its_own_judge_and_by_default_the_fact_checker_alone(tmp_path):
     cfg = load_config(ROOT / "configs" / "config.yaml")
     cfg["judge"]["endpoint"] = _endpoint("training-judge")  # GRPO's reward through an LLM judge
-    assert judge_settings(cfg, "eval")["endpoint"] is None
+    assert judge_settings(cfg, "eval").endpoint is None
     with scorer_from_config(cfg, {}, tmp_path, stage="eval") as scorer:
         assert scorer.judge is None and not scorer.group
     with judge_from_config(cfg, tmp_path) as judge:  # the training judge is still GRPO's
@@ -54,7 +55,7 @@ def test_the_paper_evaluates_with_a_judge_of_another_family_than_its_reward():
     paper = load_config(ROOT / "configs" / "paper.yaml")
     reward, metric = paper["judge"]["endpoint"]["model"], paper["eval"]["judge"]["endpoint"]["model"]
     assert reward.split("-")[0] != metric.split("-")[0], (reward, metric)
-    check_judge_apart(paper["eval"])  # none of its subagents is its judge
+    check_judge_apart(typed(paper).eval)  # none of its subagents is its judge
     assert "eval" not in paper["judge"]["llm_stages"]
 
 

@@ -23,7 +23,7 @@ from terminus.judge.rubric import load_rubric
 from terminus.judge.setup import judge_from_config, max_tokens
 from terminus.mainagent.tokens import TokenCounter
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec
+from terminus.runspec import SandboxSpec, load_run
 from terminus.tasks.record import load_tasks, write_tasks
 
 from .answers import variants
@@ -126,8 +126,8 @@ def _worst_reply(candidates: int) -> str:
 @pytest.mark.parametrize("group", [False, True])
 @pytest.mark.parametrize("config", ["config.yaml", "paper.yaml"])
 def test_the_reply_budget_holds_the_worst_case_reply(config, group):
-    cfg = load_config(ROOT / "configs" / config)["judge"] | {"group": group}
-    budget = max_tokens(cfg, RUBRIC) - cfg["reasoning_tokens"]  # what is left for the reply itself
+    cfg = load_run(ROOT / "configs" / config).cfg.judge.model_copy(update={"group": group})
+    budget = max_tokens(cfg, RUBRIC) - cfg.reasoning_tokens  # what is left for the reply itself
     worst = _worst_reply(GROUP_CHUNK if group else 1)
     assert all(budget >= n for n in worst.values()), (budget, worst)
 

@@ -44,5 +44,5 @@ def test_a_bad_scorer_config_ends_the_judge_command_in_one_line(tmp_path):
     inputs = {"trajectories": trajectories, "tasks": tasks, "out": tmp_path / "verdicts.jsonl", "config": config}
     result = CliRunner().invoke(app, cli_args("judge", **inputs))
     assert result.exit_code == 2, result.output
-    assert result.output.strip() == f"error: {weights}: unknown weights ['vibes'] (judge, fact_recall, fact_precision)"
+    assert result.output.strip() == f"error: {weights}: weights.vibes: unknown key (not a setting of this section)"
     assert not (tmp_path / "verdicts.jsonl").exists()

@@ -4,6 +4,7 @@ an image, where the repository is not on the host."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from terminus.config import refill
 from terminus.eval.grid import run_cell
 from terminus.judge.scorer import Scorer
-from terminus.runspec import SandboxSpec, load_run
+from terminus.runspec import RunSpec, SandboxSpec, load_run
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.swe import grade_patch, load_instances
 
@@ -22,14 +23,14 @@ needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not
 def test_a_swe_cell_grades_what_the_main_agent_submitted(swe_data, tmp_path):
     root, _ = swe_data
     run = load_run("configs/config.yaml", sandbox="bwrap")
-    config = run.config
+    config = copy.deepcopy(run.config)
     config["eval"] |= {
         "benchmarks": ["swebench-verified"],
         "concurrency": 1,
         "subagents": [{"name": "none", "policy": "none"}, {"name": "scripted", "policy": "scripted"}],
         "swe": {"datasets": {"swebench-verified": str(root / "verified.jsonl")}, "limit": 1, "timeout_s": 600},
     }
-    run.config = refill(config)  # the new subagents' defaults (their tool_call_limit)
+    run = RunSpec(refill(config), run.sandbox)  # the new subagents' defaults (their tool_call_limit)
     (inst,) = load_instances("swebench-verified", dataset=str(root / "verified.jsonl"), limit=1)
     out = tmp_path / "eval"
     for cell in ("reader__none__swebench-verified__0", "reader__scripted__swebench-verified__0"):

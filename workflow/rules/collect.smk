@@ -6,15 +6,7 @@ rule collect:
     log:
         f"{RUN}/logs/collect.log",
     params:
-        policy=lookup(dpath="collect/policy", within=config),
-        model=config_flag("collect", "model", "--model"),
-        base_url=config_flag("collect", "base_url", "--base-url"),
-        key=config_flag("collect", "api_key_env", "--api-key-env"),
-        splits=",".join(lookup(dpath="collect/splits", within=config)),
-        max_turns=lookup(dpath="collect/max_turns", within=config),
-        concurrency=lookup(dpath="collect/concurrency", within=config),
-        limits=endpoint_limits("collect"),
-        config=CONFIG_FILE,
+        config=CONFIG_FILE,  # the teacher, its endpoint and limits, splits, turns, concurrency: its `collect` section
     threads: lookup(dpath="collect/concurrency", within=config)  # its episodes at once
     conda:
         ENV
@@ -26,9 +18,7 @@ rule collect:
         # and resubmissions() more (3): 5,760 min (96 h), each running only the episodes the last did not.
         runtime=1440,
     shell:
-        "terminus collect --tasks {input} --out {output} --policy {params.policy} {params.model} {params.base_url} {params.key} "
-        "--splits {params.splits} --max-turns {params.max_turns} {params.limits} --concurrency {params.concurrency} "
-        "--config {params.config} --quiet > {log} 2>&1"
+        "terminus collect --tasks {input} --out {output} --config {params.config} --quiet > {log} 2>&1"
 
 
 rule judge_teacher:

@@ -170,8 +170,3 @@ def config_flag(section: str, key: str, flag: str) -> str:
     value = config[section].get(key)
     return f"{flag} {value}" if value not in (None, "") else ""
 
-
-def endpoint_limits(section: str) -> str:
-    """The stage's endpoint bounds as flags (config[section]: request_timeout, max_retries)."""
-    cfg = config[section]
-    return f"--request-timeout {cfg['request_timeout']} --max-retries {cfg['max_retries']}"

@@ -57,10 +57,6 @@ rule training_summary:
     params:
         base=base_model_param,
         config=CONFIG_FILE,
-        tokens=lookup(dpath="model/summary_max_new_tokens", within=config),
-        policy=lookup(dpath="model/summary_policy", within=config),
-        concurrency=lookup(dpath="eval/concurrency", within=config),
-        train_tasks=lookup(dpath="model/summary_train_tasks", within=config),
     threads: lookup(dpath="eval/concurrency", within=config)  # its episodes at once (slurm: cpus_per_gpu, a GPU job)
     conda:
         ENV
@@ -77,5 +73,4 @@ rule training_summary:
         runtime=1440,
     shell:
         "terminus training-summary --tasks {input.tasks} --base {params.base} --sft {input.sft} --grpo {input.grpo} "
-        "--grpo-metrics {input.metrics} --out {output} --config {params.config} --max-new-tokens {params.tokens} "
-        "--policy {params.policy} --concurrency {params.concurrency} --train-tasks {params.train_tasks} > {log} 2>&1"
+        "--grpo-metrics {input.metrics} --out {output} --config {params.config} > {log} 2>&1"

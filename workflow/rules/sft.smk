@@ -6,17 +6,14 @@ rule tiny_model:
     log:
         f"{RUN}/logs/tiny_model.log",
     params:
-        seed=lookup(dpath="seed", within=config),
-        hidden=lookup(dpath="model/tiny/hidden_size", within=config),
-        layers=lookup(dpath="model/tiny/layers", within=config),
+        config=CONFIG_FILE,  # its seed and model.tiny (the model's shape)
     conda:
         ENV
     resources:
         mem_mb=4000,
         runtime=10,
     shell:
-        "terminus tiny-model --out {output} --corpus {input} --seed {params.seed} --hidden-size {params.hidden} "
-        "--layers {params.layers} > {log} 2>&1"
+        "terminus tiny-model --out {output} --corpus {input} --config {params.config} > {log} 2>&1"
 
 
 rule sft:

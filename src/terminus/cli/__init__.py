@@ -10,7 +10,7 @@ import typer
 
 from terminus import __version__
 from terminus.cli.support import OneLineErrors
-from terminus.errors import set_debug
+from terminus.errors import TerminusError, set_debug
 from terminus.runspec import RunSpec, load_run
 from terminus.sandbox import Backend, SandboxSpec
 
@@ -22,6 +22,8 @@ swe_app = typer.Typer(add_completion=False, no_args_is_help=True)
 app.add_typer(swe_app, name="swe", help="SWE-bench-family instances: grade, validate, corpus tasks.")
 tasks_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build and validate the task corpus.")
 app.add_typer(tasks_app, name="tasks")
+config_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The experiment config: resolved, schema.")
+app.add_typer(config_app, name="config")
 
 
 def _version(value: bool) -> None:
@@ -40,22 +42,25 @@ def _options(
     set_debug(debug)
 
 
-def _run(path: Path | None, sandbox: Backend | None = None) -> RunSpec:
-    """The run's spec, built once per command and handed down: the config (validated, every default filled) and its
-    sandbox (`sandbox`, a --sandbox flag, over the config's backend; the config's image)."""
-    return load_run(path, sandbox)
+def _run(path: Path | None, sandbox: Backend | None = None, sets: list[str] | None = None) -> RunSpec:
+    """The run's spec, built once per command and handed down: the config (with the command's `--set KEY=VALUE`
+    merged in, validated, every default filled) and its sandbox (`sandbox`, a --sandbox flag, over the config's
+    backend; the config's image)."""
+    return load_run(path, sandbox, tuple(sets or ()))
 
 
-def _sandbox(sandbox: Backend | None, config: Path | None) -> SandboxSpec:
+def _sandbox(sandbox: Backend | None, config: Path | None, sets: list[str] | None = None) -> SandboxSpec:
     """--sandbox when given, over the config's `sandbox` and with its `sandbox_image` (when --config is given); else
     the default backend and image."""
     if config is None:
+        if sets:
+            raise TerminusError("--set changes a config: give --config too")
         return SandboxSpec(sandbox)
-    return _run(config, sandbox).sandbox
+    return _run(config, sandbox, sets).sandbox
 
 
 # The commands, registered as their modules are imported (in this order, which `terminus --help` lists).
-from terminus.cli import agent, corpus, evaluation, judging, training, view  # noqa: E402, F401, I001
+from terminus.cli import agent, configs, corpus, evaluation, judging, training, view  # noqa: E402, F401, I001
 from terminus.cli import hosting, swe  # noqa: E402, F401
 
 

@@ -18,7 +18,7 @@ from terminus.agent.cost import PRICES, Price, cost_line, cost_summary, find_pri
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
 from terminus.agent.parsing import FormatError, parse_tool_calls
 from terminus.agent.terminal import observation
-from terminus.cli import app
+from terminus.cli import _run, app
 from terminus.cli.support import (
     COPY_HELP,
     REQUEST_TIMEOUT_HELP,
@@ -29,6 +29,8 @@ from terminus.cli.support import (
     copy_cap_option,
     endpoint_options,
     seconds,
+    set_option,
+    write_resolved,
 )
 from terminus.config import ROOT
 from terminus.errors import TerminusError
@@ -36,6 +38,7 @@ from terminus.models import make_policy
 from terminus.models.openai_compat import api_key_from_env
 from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Backend, SandboxSpec, default_backend, make_sandbox
+from terminus.settings import REQUEST_TIMEOUT, Config, TinyModel, field_default
 from terminus.train.tiny import build_tiny_model, corpus_texts
 
 DEMO_PROJECT = ROOT / "examples" / "demo-project"
@@ -210,7 +213,7 @@ def exec_subagent(
     model: str = typer.Option(None, help="Hub id or model folder (transformers, vllm) or served model (openai)."),
     base_url: str = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
     api_key_env: str = typer.Option(None, help="Environment variable holding the endpoint's API key."),
-    request_timeout: float = typer.Option(120.0, help=REQUEST_TIMEOUT_HELP, callback=seconds(0.1)),
+    request_timeout: float = typer.Option(float(REQUEST_TIMEOUT), help=REQUEST_TIMEOUT_HELP, callback=seconds(0.1)),
     max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
     sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
     max_turns: int = typer.Option(TURN_LIMIT, min=1, help="Turn limit; the last turn must give the final answer."),
@@ -289,14 +292,26 @@ def exec_subagent(
 @app.command("tiny-model")
 def tiny_model(
     out: Path = typer.Option(..., help="Folder to write the model to (a Hugging Face model folder)."),
-    seed: int = typer.Option(0, help="Initialisation seed."),
+    seed: int = typer.Option(None, help="Initialisation seed. Default: the config's `seed` (0 without a config)."),
     corpus: Path = typer.Option(None, help="Trajectories (JSON lines) to train the tokenizer on, with the prompts."),
-    hidden_size: int = typer.Option(128, help="Width (heads of 32 dimensions)."),
-    layers: int = typer.Option(2, help="Transformer layers."),
+    hidden_size: int = typer.Option(None, help="Width (heads of 32 dimensions). Default: model.tiny.hidden_size."),
+    layers: int = typer.Option(None, help="Transformer layers. Default: model.tiny.layers."),
+    config: Path = typer.Option(
+        None, help="Experiment config: its `seed` and `model.tiny` (a flag overrides its key)."
+    ),
+    sets: list[str] = set_option(),
 ) -> None:
     """Build the tiny Qwen3-architecture model and tokenizer (the smoke scale's base model)."""
     if corpus is not None and not corpus.is_file():
         raise TerminusError(f"--corpus {corpus} does not exist")
+    run = _run(config, sets=sets) if config is not None else None
+    if sets and run is None:
+        raise TerminusError("--set changes a config: give --config too")
+    tiny = run.cfg.model.tiny if run else TinyModel()
+    seed = seed if seed is not None else (run.seed if run else field_default(Config, "seed"))
+    hidden_size, layers = hidden_size or tiny.hidden_size, layers or tiny.layers
+    if run:
+        write_resolved(run, out)
     texts = corpus_texts(corpus) if corpus is not None else None
     path = build_tiny_model(out, texts=texts, seed=seed, hidden_size=hidden_size, layers=layers)
     typer.echo(f"tiny model written to {path}")

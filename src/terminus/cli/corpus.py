@@ -17,6 +17,8 @@ from terminus.cli.support import (
     endpoint_options,
     outcome_line,
     seconds,
+    set_option,
+    write_resolved,
 )
 from terminus.collect.collect import collect
 from terminus.collect.validate import validate_tasks
@@ -24,6 +26,7 @@ from terminus.errors import TerminusError
 from terminus.models import shared_policy
 from terminus.models.openai_compat import api_key_from_env
 from terminus.sandbox import Backend
+from terminus.settings import Collect
 from terminus.swe.corpus import build_swe_corpus
 from terminus.tasks.build import build_corpus
 from terminus.tasks.splits import corpus_stats, format_stats
@@ -33,12 +36,14 @@ from terminus.train.data import KeepRule, build_sft_dataset
 @tasks_app.command("build")
 def tasks_build(
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (smoke default)."),
+    sets: list[str] = set_option(),
     out: Path = typer.Option(..., help="Task file to write (JSON lines); snapshots go to repos/ next to it."),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Build the corpus: synthetic projects, registry mutants, manifests; queries; splits by repository."""
 
-    run = _run(config)
+    run = _run(config, sets=sets)
+    write_resolved(run, out)
     tasks = build_corpus(run, out, show_progress=not quiet, swe_source=build_swe_corpus)
     typer.echo(format_stats(corpus_stats(tasks)))
     typer.echo(f"wrote {out}")
@@ -54,6 +59,7 @@ def tasks_validate(
     config: Path = typer.Option(
         None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox), `collect.max_turns`."
     ),
+    sets: list[str] = set_option(),
     quiet: bool = typer.Option(False, help="No progress bar."),
     force: bool = typer.Option(False, help=FORCE_HELP),
 ) -> None:
@@ -61,10 +67,11 @@ def tasks_validate(
 
     report = report or out.with_suffix(".validation.json")
     if config is None:
-        spec, max_turns = _sandbox(sandbox, None), TURN_LIMIT
+        spec, max_turns = _sandbox(sandbox, None, sets), TURN_LIMIT
     else:
-        run = _run(config, sandbox)
-        spec, max_turns = run.sandbox, run.collect.max_turns  # the teacher's turn limit
+        run = _run(config, sandbox, sets)
+        spec, max_turns = run.sandbox, run.cfg.collect.max_turns  # the teacher's turn limit
+        write_resolved(run, out)
     result = validate_tasks(
         tasks,
         out,
@@ -84,26 +91,43 @@ def tasks_validate(
 @app.command("collect")
 def collect_command(
     tasks: Path = typer.Option(..., help="Validated task file."),
-    policy: str = typer.Option("scripted", help="Teacher: scripted | openai | vllm | transformers."),
+    policy: str = typer.Option(None, help="Teacher: scripted | openai | vllm | transformers. Default: config's."),
     out: Path = typer.Option(..., help="Trajectories (JSON lines); a rerun resumes and does only what is missing."),
-    model: str = typer.Option(None, help="Model id or folder (openai, vllm, transformers)."),
-    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint for --policy openai."),
+    model: str = typer.Option(None, help="Model id or folder (openai, vllm, transformers). Default: config's."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint for --policy openai. Default: config's."),
     api_key_env: str = typer.Option(None, help="Environment variable holding the endpoint's API key."),
-    splits: str = typer.Option("train,val", help="Comma-separated splits to run."),
+    splits: str = typer.Option(None, help="Comma-separated splits to run. Default: config's collect.splits."),
     samples: int = typer.Option(1, min=1, help="Episodes per task."),
     sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
-    concurrency: int = typer.Option(EPISODES_AT_ONCE, min=1, help="Episodes at once."),
-    max_turns: int = typer.Option(TURN_LIMIT, min=2, help="Turn limit per episode."),
-    config: Path = typer.Option(None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox)."),
-    request_timeout: float = typer.Option(120.0, help=REQUEST_TIMEOUT_HELP, callback=seconds(0.1)),
-    max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
+    concurrency: int = typer.Option(None, min=1, help="Episodes at once. Default: config's."),
+    max_turns: int = typer.Option(None, min=2, help="Turn limit per episode. Default: config's."),
+    config: Path = typer.Option(
+        None,
+        help="Experiment config: its `collect` section (each flag overrides its key), `sandbox`, `sandbox_image`.",
+    ),
+    sets: list[str] = set_option(),
+    request_timeout: float = typer.Option(
+        None, help=f"{REQUEST_TIMEOUT_HELP} Default: config's.", callback=seconds(0.1)
+    ),
+    max_retries: int = typer.Option(None, min=0, help=f"{RETRIES_HELP} Default: config's."),
     retry_failed: bool = typer.Option(True, "--retry-failed/--keep-failed", help=RETRY_FAILED_HELP),
     force: bool = typer.Option(False, help=FORCE_HELP),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> None:
     """Run a teacher over the tasks and write its trajectories."""
 
-    spec = _sandbox(sandbox, config)
+    # The config's `collect` section (the defaults' one home without one); a flag overrides its key.
+    run = _run(config, sandbox, sets) if config is not None else None
+    spec = run.sandbox if run else _sandbox(sandbox, None, sets)
+    teach = run.cfg.collect if run else Collect()
+    policy, model, base_url = policy or teach.policy, model or teach.model, base_url or teach.base_url
+    api_key_env = api_key_env or teach.api_key_env
+    chosen = splits.split(",") if splits is not None else teach.splits
+    concurrency, max_turns = concurrency or teach.concurrency, max_turns or teach.max_turns
+    request_timeout = request_timeout if request_timeout is not None else teach.request_timeout
+    max_retries = max_retries if max_retries is not None else teach.max_retries
+    if run:
+        write_resolved(run, out)
     try:
         key = api_key_from_env(api_key_env, "--api-key-env")
         options = endpoint_options(policy, request_timeout, max_retries, key)
@@ -113,7 +137,7 @@ def collect_command(
                 tasks,
                 teacher,
                 out,
-                splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
+                splits=tuple(s.strip() for s in chosen if s.strip()),
                 samples=samples,
                 sandbox=spec,
                 max_turns=max_turns,

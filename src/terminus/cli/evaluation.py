@@ -23,6 +23,7 @@ from terminus.tasks.record import load_tasks
 @app.command("eval")
 def eval_command(
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `eval` section)."),
+    sets: list[str] = support.set_option(),
     tasks: Path = typer.Option(..., help="Validated task file."),
     out: Path = typer.Option(None, help="Folder (default results/<run>/eval): cells/, records.jsonl, summary.csv."),
     references: Path = typer.Option(None, help="Expert trajectories: the judge's references."),
@@ -41,18 +42,19 @@ def eval_command(
     """Run grid cells (resumable), each with its subagent loaded or served once; without --cell, every cell and
     then per-cell metrics with bootstrap intervals and paired differences."""
 
-    run = _run(config)
-    cfg = support.override_endpoint_limits(run.config, "eval", request_timeout, max_retries)
+    run = support.override_endpoint_limits(_run(config, sets=sets), "eval", request_timeout, max_retries)
     out = out or run.run_dir / "eval"
     task_map = {t.id: t for t in load_tasks(tasks)}
-    check_models(cfg["eval"], cell or None)
+    run = run.with_cfg(run.cfg.model_copy(update={"eval": check_models(run.cfg.eval, cell or None)}))
+    cfg = run.config
+    support.write_resolved(run, out, folder=True)
     inputs = {"config_hash": cfg["_hash"], "tasks_sha256": file_sha256(tasks), "no_llm": no_llm}
     resume = {"force": force, "retry_failed": retry_failed, "provenance": inputs}
     refs = read_jsonl(references, trajectory.FIELDS, required=("task_id",)) if references else []
     refs = {r["task_id"]: r for r in refs}
     # group=False: eval has always scored each episode alone, whatever judge.group says
     with scorer_from_config(
-        cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs, group=False, stage="eval"
+        run.cfg, task_map, judge_cache_dir(cfg), no_llm=no_llm, references=refs, group=False, stage="eval"
     ) as scorer:
         if cell:
             for name in cell:
@@ -66,11 +68,14 @@ def eval_command(
 @app.command("eval-summary")
 def eval_summary_command(
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config (its `eval` section)."),
+    sets: list[str] = support.set_option(),
     out: Path = typer.Option(None, help="Eval folder (default results/<run>/eval) holding cells/."),
 ) -> None:
     """Merge the cells' records into records.jsonl and write summary.csv (per-cell metrics, intervals, pairs)."""
-    run = _run(config)
-    _eval_summary(run.config, out or run.run_dir / "eval")
+    run = _run(config, sets=sets)
+    out = out or run.run_dir / "eval"
+    _eval_summary(run.config, out)
+    support.write_resolved(run, out, folder=True)
 
 
 def _eval_summary(cfg: dict, out: Path) -> None:

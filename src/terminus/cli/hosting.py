@@ -30,6 +30,7 @@ from terminus.models.serve import free_port, vllm_server
 from terminus.runspec import POLICIES
 from terminus.sandbox import Backend, SandboxSpec
 from terminus.sandbox.copying import check_copy_size, in_git_work_tree
+from terminus.settings import REQUEST_TIMEOUT
 
 EXAMPLE_QUERY = "run the unit tests and tell me what fails and why"
 CLIENTS = ("claude", "codex", "vscode")  # `terminus mcp --print-config`
@@ -62,7 +63,7 @@ def mcp_command(
     ),
     max_turns: int = typer.Option(TURN_LIMIT, min=2, help="Turn limit per call."),
     request_timeout: float = typer.Option(
-        120.0, help="Seconds to wait for one model reply (openai).", callback=seconds(1.0)
+        float(REQUEST_TIMEOUT), help="Seconds to wait for one model reply (openai).", callback=seconds(1.0)
     ),
     trajectories: Path = typer.Option(
         None, help="Keep every call's trajectory in DIR/trajectories.jsonl (the record `terminus collect` writes)."

@@ -13,13 +13,36 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup
 
-from terminus.config import schema_default
 from terminus.errors import TerminusError, debug_enabled
+from terminus.io import write_text_atomic
+from terminus.runspec import RunSpec
 from terminus.sandbox.copying import COPY_CAP_FLAG, DEFAULT_MAX_COPY_MB, MB
+from terminus.settings import Collect, field_default
 
-# The defaults of flags of commands that may run without a config, read from the schema (their one home).
-TURN_LIMIT = schema_default("collect", "max_turns")
-EPISODES_AT_ONCE = schema_default("collect", "concurrency")
+# The defaults of flags of commands that may run without a config, read from the typed config (their one home).
+TURN_LIMIT = field_default(Collect, "max_turns")
+EPISODES_AT_ONCE = field_default(Collect, "concurrency")
+
+SET_HELP = (
+    "KEY=VALUE over the config, before it is validated (repeatable): a dotted key (eval.concurrency=8), the value "
+    "read as YAML. An unknown key is an error naming it."
+)
+
+
+def set_option():
+    """`-c/--set KEY=VALUE` of every command that takes --config: merged into the config inside `load_run`."""
+    return typer.Option([], "-c", "--set", help=SET_HELP, show_default=False)
+
+
+def write_resolved(run: RunSpec, out: Path | str, folder: bool = False) -> Path:
+    """The config this stage ran with, resolved (every default, `--set` applied, paths absolute), beside its output:
+    `<out>.config.yaml` for a file, `<out>/config.yaml` for a folder. Written when the stage runs, never when the
+    workflow is read; `terminus config show` prints the same."""
+    out = Path(out)
+    path = out / "config.yaml" if folder else out.with_name(out.name + ".config.yaml")
+    write_text_atomic(path, run.resolved_yaml())
+    return path
+
 
 REQUEST_TIMEOUT_HELP = "Seconds an endpoint may take to answer one request before it is retried."
 RETRIES_HELP = "Retries per endpoint call (429 honours Retry-After; 5xx, timeouts and unusable replies back off)."
@@ -107,18 +130,27 @@ RETRY_FAILED_HELP = "Run again the episodes whose record says they crashed or th
 FORCE_HELP = "Discard an output made from other inputs (policy, model, task file, samples, config) and start afresh."
 
 
-def override_endpoint_limits(cfg: dict, section: str, request_timeout: float | None, max_retries: int | None) -> dict:
-    """Flags over the config section's `request_timeout`/`max_retries`; eval's agent specs inherit them."""
-    part = cfg[section]
-    if request_timeout is not None:
-        part["request_timeout"] = request_timeout
-    if max_retries is not None:
-        part["max_retries"] = max_retries
+def override_endpoint_limits(
+    run: RunSpec, section: str, request_timeout: float | None, max_retries: int | None
+) -> RunSpec:
+    """The run with the flags over the config section's `request_timeout`/`max_retries` (a new spec: a loaded config
+    is never changed); eval's agent entries get theirs, or the section's, so each names its own limits."""
+    part = getattr(run.cfg, section)
+    flags = {"request_timeout": request_timeout, "max_retries": max_retries}
+    part = part.model_copy(update={k: v for k, v in flags.items() if v is not None})
     if section == "eval":
-        for spec in part["main_agents"] + part["subagents"]:
-            for key, flag in (("request_timeout", request_timeout), ("max_retries", max_retries)):
-                spec[key] = flag if flag is not None else spec.get(key, part[key])
-    return cfg
+
+        def limited(spec):
+            own = {k: v if v is not None else getattr(spec, k) for k, v in flags.items()}
+            return spec.model_copy(update={k: v if v is not None else getattr(part, k) for k, v in own.items()})
+
+        part = part.model_copy(
+            update={
+                "main_agents": [limited(a) for a in part.main_agents],
+                "subagents": [limited(s) for s in part.subagents],
+            }
+        )
+    return run.with_cfg(run.cfg.model_copy(update={section: part}))
 
 
 def outcome_line(records: list[dict], out, what: str) -> str:

@@ -11,7 +11,6 @@ import typer
 
 from terminus.cli import swe_app
 from terminus.cli.support import check_output
-from terminus.config import schema_default
 from terminus.errors import TerminusError
 from terminus.io import (
     read_jsonl,
@@ -22,6 +21,7 @@ from terminus.io import (
     write_text_atomic,
 )
 from terminus.sandbox import Backend, SandboxSpec
+from terminus.settings import SweTasks, field_default
 from terminus.swe.benchmarks import benchmark_repos, load_benchmark_config, load_instances
 from terminus.swe.corpus import label_distribution, select_rebench, tasks_for
 from terminus.swe.families import load_rows
@@ -33,7 +33,7 @@ from terminus.tasks.record import write_tasks
 from terminus.tasks.splits import assign_splits, format_stats
 
 # Instances at once: the corpus stage's SWE validation setting, the one home of that default.
-INSTANCES_AT_ONCE = schema_default("tasks", "swe", "concurrency")
+INSTANCES_AT_ONCE = field_default(SweTasks, "concurrency")
 
 
 def _instances(dataset: str | None, benchmark: str | None, split: str | None, ids: str | None):

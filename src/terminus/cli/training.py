@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from terminus.cli import _run, app
-from terminus.cli.support import TURN_LIMIT
+from terminus.cli.support import TURN_LIMIT, set_option, write_resolved
 from terminus.config import load_yaml, stamp
 from terminus.errors import TerminusError
 from terminus.runspec import LOCAL_POLICIES
@@ -115,26 +115,37 @@ def training_summary_command(
     grpo_metrics: Path = typer.Option(..., help="GRPO's metrics.jsonl."),
     out: Path = typer.Option(..., help="summary.json to write."),
     config: Path = typer.Option(
-        Path("configs/config.yaml"), help="Experiment config: the stamp, sandbox, sandbox_image, eval.concurrency."
+        Path("configs/config.yaml"),
+        help="Experiment config: the stamp, sandbox, sandbox_image, eval.concurrency, model.summary_* (each flag "
+        "below overrides its key).",
     ),
+    sets: list[str] = set_option(),
     max_turns: int = typer.Option(TURN_LIMIT, help="Turn limit, as at inference."),
-    max_new_tokens: int = typer.Option(256, help="Tokens per turn."),
+    max_new_tokens: int = typer.Option(None, help="Tokens per turn. Default: model.summary_max_new_tokens."),
     concurrency: int = typer.Option(
         None, min=1, help="Episodes at once (batched together through each model). Default: the config's eval's."
     ),
     policy: str = typer.Option(
-        "transformers", help="How each model generates: transformers (in this process) or vllm (served, batched)."
+        None,
+        help="How each model generates: transformers (in this process) or vllm (served, batched). Default: "
+        "model.summary_policy.",
     ),
     sandbox: Backend = typer.Option(None, help="Sandbox backend (default: the config's `sandbox`)."),
     train_tasks: int = typer.Option(
-        0, min=0, help="Also run the SFT model on this many of its training tasks (sft.train_fact_recall); 0: none."
+        None,
+        min=0,
+        help="Also run the SFT model on this many of its training tasks (sft.train_fact_recall); 0: none. Default: "
+        "model.summary_train_tasks.",
     ),
 ) -> None:
     """Base vs SFT vs GRPO on held-out tasks (final-answer rate, fact recall) and GRPO's reward over steps."""
 
+    run = _run(config, sandbox, sets)
+    summary = run.cfg.model
+    policy = policy or summary.summary_policy
     if policy not in LOCAL_POLICIES:
         raise TerminusError(f"--policy {policy}: choose transformers or vllm")
-    run = _run(config, sandbox)
+    write_resolved(run, out)
     result = training_summary(
         tasks,
         {"base": base, "sft": sft, "grpo": grpo},
@@ -143,10 +154,10 @@ def training_summary_command(
         stamp=stamp(run.config),
         sandbox=run.sandbox,
         max_turns=max_turns,
-        max_new_tokens=max_new_tokens,
-        concurrency=concurrency or run.eval.concurrency,
+        max_new_tokens=max_new_tokens or summary.summary_max_new_tokens,
+        concurrency=concurrency or run.cfg.eval.concurrency,
         policy=policy,
-        train_tasks=train_tasks,
+        train_tasks=summary.summary_train_tasks if train_tasks is None else train_tasks,
     )
     typer.echo(
         json.dumps(

@@ -41,6 +41,7 @@ from terminus.models.openai_compat import api_key_from_env, endpoint_limits
 from terminus.runspec import LOCAL_POLICIES, RunSpec, SandboxSpec
 from terminus.sandbox import make_sandbox
 from terminus.sandbox.fdtree import remove_tree
+from terminus.settings import Eval, Subagent, field_default, filled
 from terminus.tasks.record import Task, load_tasks
 
 log = logging.getLogger(__name__)
@@ -114,19 +115,20 @@ def execution_episode(task: Task, cell: CellRun, *, tasks_file: Path, scorer) ->
     ).to_dict()
 
 
-def check_models(eval_cfg: dict, names: list[str] | None = None) -> None:
-    """Local-model subagents of the named cells (default: all) name folders that exist; paths become absolute."""
+def check_models(eval_cfg: Eval, names: list[str] | None = None) -> Eval:
+    """Local-model subagents of the named cells (default: all) name folders that exist: the eval section with those
+    models as absolute paths (a new one; the loaded config is not changed)."""
 
-    wanted = {find_cell(eval_cfg, n)[1]["name"] for n in names} if names else None
-    for sub in eval_cfg["subagents"]:
-        if not sub.get("model") or sub["policy"] not in LOCAL_POLICIES:
-            continue
-        if wanted is not None and sub["name"] not in wanted:
-            continue
-        model = resolve_model(sub["model"])  # an existing folder, absolute; else as given
-        if not Path(model).exists() and (Path(model).is_absolute() or model.startswith((".", "results/"))):
-            raise CellError(f"eval.subagents {sub['name']}: model folder {resolve(model)} does not exist")
-        sub["model"] = model  # a folder, or a hub id (e.g. Qwen/Qwen3-4B) loaded as is
+    wanted = {find_cell(filled(eval_cfg), n)[1]["name"] for n in names} if names else None
+    subagents = []
+    for sub in eval_cfg.subagents:
+        if sub.model and sub.policy in LOCAL_POLICIES and (wanted is None or sub.name in wanted):
+            model = resolve_model(sub.model)  # an existing folder, absolute; else as given
+            if not Path(model).exists() and (Path(model).is_absolute() or model.startswith((".", "results/"))):
+                raise CellError(f"eval.subagents {sub.name}: model folder {resolve(model)} does not exist")
+            sub = sub.model_copy(update={"model": model})  # a folder, or a hub id (e.g. Qwen/Qwen3-4B) loaded as is
+        subagents.append(sub)
+    return eval_cfg.model_copy(update={"subagents": subagents})
 
 
 @contextlib.contextmanager
@@ -147,7 +149,7 @@ def served_subagent(spec: dict, log_dir: Path) -> Iterator:
         spec.get("base_url"),
         served_name=spec["name"],
         log_dir=log_dir,
-        max_new_tokens=spec.get("max_new_tokens", 256),
+        max_new_tokens=spec.get("max_new_tokens", field_default(Subagent, "max_new_tokens")),
         max_model_len=spec.get("max_model_len"),
         enable_thinking=spec.get("enable_thinking"),
         gpu_memory_utilization=spec.get("gpu_memory_utilization"),
@@ -169,18 +171,17 @@ def run_cell(
     """One cell's episodes (resumable) into `<out_dir>/cells/<name>.jsonl`, in the run's sandbox; its subagent is
     made once. `resume`: run_jobs's provenance, force and retry_failed (a rerun with other inputs is refused)."""
 
-    config, sandbox = run.config, run.sandbox
-    eval_cfg = config["eval"]
-    main, sub, bench, seed = find_cell(eval_cfg, name)
+    config, sandbox, ev = run.config, run.sandbox, run.cfg.eval
+    main, sub, bench, seed = find_cell(config["eval"], name)
     if is_swe(bench):  # SWE-family cells bring their own instances; the others run the task file's split
-        work = swe_instances(eval_cfg, bench)
+        work = swe_instances(config["eval"], bench)
     else:
-        work = [t for t in load_tasks(tasks_file) if t.split == eval_cfg["split"]]
+        work = [t for t in load_tasks(tasks_file) if t.split == ev.split]
         if bench == "repair":
             work = [t for t in work if t.meta.get("fix") and t.task_type == "test-execution"]
             if not work:
-                raise CellError(f"{tasks_file} has no repair tasks in the {eval_cfg['split']} split")
-        work = work[: eval_cfg.get("max_tasks") or None]
+                raise CellError(f"{tasks_file} has no repair tasks in the {ev.split} split")
+        work = work[: ev.max_tasks or None]
     if main["kind"] == "llm":  # keys and endpoints are checked before any episode runs
         main_brain(main)
     if sub["policy"] == "transformers":
@@ -189,7 +190,7 @@ def run_cell(
     if resume and resume.get("provenance") is not None and sub.get("model"):
         # the subagent's model is an input too: a cell rerun after its model was trained again starts afresh
         resume = resume | {"provenance": resume["provenance"] | {"subagent_model": model_stamp(sub["model"])}}
-    tokenizer, timeout = eval_cfg["tokenizer"], eval_cfg["swe"]["timeout_s"]
+    tokenizer, timeout = ev.tokenizer, ev.swe.timeout_s
     with served_subagent(sub, out_dir / "logs") as policy:
         cell = CellRun(main, sub, bench, seed, sandbox, stamp, policy)
         jobs = []
@@ -205,7 +206,7 @@ def run_cell(
                 job = partial(execution_episode, item, cell, tasks_file=tasks_file, scorer=scorer)
             jobs.append((cell.key(item_id), job))
         out = out_dir / "cells" / f"{name}.jsonl"
-        records = run_jobs(jobs, out, eval_cfg["concurrency"], show_progress, name, key="key", **(resume or {}))
+        records = run_jobs(jobs, out, ev.concurrency, show_progress, name, key="key", **(resume or {}))
     if is_swe(bench):
         write_cell_predictions(records, out_dir, name)
     return records

@@ -7,13 +7,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from terminus.agent.parsing import parse_final_answer
-from terminus.config import ROOT, ConfigError, load_yaml
+from terminus.config import ROOT, ConfigError, load_yaml, problems
 from terminus.errors import TerminusError
 from terminus.judge.facts import answer_text, check
 from terminus.judge.llm import JudgeResult, LLMJudge
 from terminus.judge.rubric import Rubric, load_rubric
 from terminus.judge.runs import names, observations_of
+from terminus.settings.scorer import ScorerFile
 
 DEFAULT_SCORER = ROOT / "configs" / "judge" / "scorer.yaml"
 SCHEMA = "terminus.verdict/1"
@@ -24,19 +27,22 @@ class ScorerConfigError(TerminusError, ValueError):
     pass
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScorerConfig:
-    judge: float = 0.4
-    fact_recall: float = 0.4
-    fact_precision: float = 0.2
-    hallucination_penalty: float = 0.5
-    max_hallucinations: int = 3
-    coverage_penalty: float = 0.3
-    length_max_ratio: float = 2.0
-    length_penalty: float = 0.3
-    format_weight: float = 0.1
-    unsupported_penalty: float = 0.3
-    judge_retries: int = 2
+    """The Scorer's weights and penalties, flat; read from a scorer file (`load`), whose typed model
+    (`terminus.settings.scorer.ScorerFile`) holds each default once and refuses a key it does not know."""
+
+    judge: float
+    fact_recall: float
+    fact_precision: float
+    hallucination_penalty: float
+    max_hallucinations: int
+    coverage_penalty: float
+    length_max_ratio: float
+    length_penalty: float
+    format_weight: float
+    unsupported_penalty: float
+    judge_retries: int
 
     @classmethod
     def load(cls, path: Path | str | None = None) -> ScorerConfig:
@@ -47,29 +53,24 @@ class ScorerConfig:
             raise ScorerConfigError(str(err)) from None
         if not isinstance(raw, dict):
             raise ScorerConfigError(f"scorer config {path} is not a mapping of settings")
-        weights = raw.get("weights") or {}
-        unknown = set(weights) - {"judge", "fact_recall", "fact_precision"}
-        if unknown:
-            raise ScorerConfigError(f"{path}: unknown weights {sorted(unknown)} (judge, fact_recall, fact_precision)")
-        length = raw.get("length") or {}
-        config = cls(
-            judge=float(weights.get("judge", cls.judge)),
-            fact_recall=float(weights.get("fact_recall", cls.fact_recall)),
-            fact_precision=float(weights.get("fact_precision", cls.fact_precision)),
-            hallucination_penalty=float(raw.get("hallucination_penalty", cls.hallucination_penalty)),
-            max_hallucinations=int(raw.get("max_hallucinations", cls.max_hallucinations)),
-            coverage_penalty=float(raw.get("coverage_penalty", cls.coverage_penalty)),
-            length_max_ratio=float(length.get("max_ratio", cls.length_max_ratio)),
-            length_penalty=float(length.get("penalty", cls.length_penalty)),
-            format_weight=float(raw.get("format_weight", cls.format_weight)),
-            unsupported_penalty=float(raw.get("unsupported_penalty", cls.unsupported_penalty)),
-            judge_retries=int(raw.get("judge_retries", cls.judge_retries)),
+        try:
+            file = ScorerFile.model_validate(raw)
+        except ValidationError as err:
+            raise ScorerConfigError(f"{path}: " + "; ".join(problems(err))) from None
+        w, length = file.weights, file.length
+        return cls(
+            judge=w.judge,
+            fact_recall=w.fact_recall,
+            fact_precision=w.fact_precision,
+            hallucination_penalty=file.hallucination_penalty,
+            max_hallucinations=file.max_hallucinations,
+            coverage_penalty=file.coverage_penalty,
+            length_max_ratio=length.max_ratio,
+            length_penalty=length.penalty,
+            format_weight=file.format_weight,
+            unsupported_penalty=file.unsupported_penalty,
+            judge_retries=file.judge_retries,
         )
-        if min(config.judge, config.fact_recall, config.fact_precision) < 0:
-            raise ScorerConfigError(f"{path}: weights must be >= 0")
-        if not 0 <= config.format_weight <= 1:
-            raise ScorerConfigError(f"{path}: format_weight must be in [0, 1], not {config.format_weight}")
-        return config
 
 
 def trajectory_from_completion(completion, task_id: str | None = None) -> dict:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from terminus.sandbox import Limits, Sandbox, SandboxError, SandboxSpec, hostfs
+from terminus.settings import SWE_TIMEOUT_S
 from terminus.swe import testlog
 from terminus.swe.environment import instance_sandbox
 from terminus.swe.gitops import GIT, apply_command, patch_from_tree, stage_text
@@ -213,7 +214,7 @@ def grade_in_sandbox(
     inst: RepairInstance,
     workdir: str,
     patch: str | None,
-    timeout_s: float = 1800.0,
+    timeout_s: float = float(SWE_TIMEOUT_S),
     parse_budget_s: float | None = PARSE_BUDGET_S,
 ) -> GradeResult:
     """Apply `patch`, put the tests in place, run and judge them, in a sandbox at the base commit."""
@@ -249,7 +250,7 @@ def grade_patch(
     patch: str | None,
     spec: SandboxSpec,
     *,
-    timeout_s: float = 1800.0,
+    timeout_s: float = float(SWE_TIMEOUT_S),
     limits: Limits | None = None,
     parse_budget_s: float | None = PARSE_BUDGET_S,
 ) -> GradeResult:

@@ -18,6 +18,7 @@ from terminus.collect import provenance as prov
 from terminus.collect.runner import run_jobs
 from terminus.io import drop_report
 from terminus.sandbox import Limits, SandboxSpec
+from terminus.settings import SWE_TIMEOUT_S
 from terminus.swe.environment import instance_sandbox
 from terminus.swe.grade import NO_RESULT, grade_in_sandbox
 from terminus.swe.record import GradeResult, RepairInstance
@@ -29,7 +30,7 @@ ENVIRONMENT = "environment:"
 def grade_both(
     inst: RepairInstance,
     spec: SandboxSpec,
-    timeout_s: float = 1800.0,
+    timeout_s: float = float(SWE_TIMEOUT_S),
     limits: Limits | None = None,
 ) -> tuple[GradeResult, GradeResult]:
     """(the empty patch's grade: base + test patch; the gold patch's grade), each in a fresh sandbox."""
@@ -43,7 +44,7 @@ def grade_both(
 def check_instance(
     inst: RepairInstance,
     spec: SandboxSpec,
-    timeout_s: float = 1800.0,
+    timeout_s: float = float(SWE_TIMEOUT_S),
     limits: Limits | None = None,
 ) -> tuple[str | None, dict]:
     """(why the instance is dropped, or None; what was observed). Each run is in a fresh sandbox."""
@@ -135,7 +136,7 @@ def validate_instances(
     spec: SandboxSpec,
     *,
     concurrency: int,
-    timeout_s: float = 1800.0,
+    timeout_s: float = float(SWE_TIMEOUT_S),
     limits: Limits | None = None,
     progress: Path | None = None,
 ) -> tuple[list[RepairInstance], dict]:

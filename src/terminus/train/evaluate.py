@@ -21,6 +21,7 @@ from terminus.judge.facts import check, observations_of
 from terminus.models import shared_policy
 from terminus.models.local import warm_imports
 from terminus.runspec import SandboxSpec
+from terminus.settings import MAX_NEW_TOKENS
 from terminus.tasks.record import Task, load_tasks
 from terminus.train import TrainingInputError
 
@@ -38,7 +39,7 @@ def held_out(
     max_turns: int,
     concurrency: int,
     split: str = "test",
-    max_new_tokens: int = 256,
+    max_new_tokens: int = MAX_NEW_TOKENS,
     policy: str = "transformers",
     name: str | None = None,
     limit: int | None = None,
@@ -102,7 +103,7 @@ def training_summary(
     sandbox: SandboxSpec,
     max_turns: int,
     concurrency: int,
-    max_new_tokens: int = 256,
+    max_new_tokens: int = MAX_NEW_TOKENS,
     policy: str = "transformers",
     train_tasks: int = 0,
 ) -> dict:

@@ -24,11 +24,12 @@ from pathlib import Path
 
 from terminus.agent.template import install
 from terminus.collect.provenance import file_sha256
-from terminus.config import resolve_model
+from terminus.config import ConfigError, resolve_model
 from terminus.determinism import deterministic_torch
-from terminus.io import read_jsonl
+from terminus.io import read_jsonl, write_text_atomic
 from terminus.judge.setup import judge_cache_dir, scorer_from_config
-from terminus.runspec import load_run
+from terminus.runspec import RunSpec, load_run
+from terminus.settings import MAX_NEW_TOKENS
 from terminus.tasks.record import load_tasks
 from terminus.train import TrainingInputError, infra
 from terminus.train.before_after import Measure
@@ -45,7 +46,7 @@ class GRPOScriptArguments:
         metadata={"help": "Turn limit per rollout (each recipe sets it: as at inference or fewer)."}
     )
     splits: list[str] = field(default_factory=lambda: ["train"], metadata={"help": "Splits to train on."})
-    max_new_tokens: int = field(default=256, metadata={"help": "Tokens per assistant turn."})
+    max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={"help": "Tokens per assistant turn."})
     sandbox: str | None = field(default=None, metadata={"help": "Sandbox backend (default: the experiment config's)."})
     experiment_config: str = field(
         default="configs/config.yaml", metadata={"help": "For the judge and sandbox settings."}
@@ -155,6 +156,19 @@ def thresholds(script_args: GRPOScriptArguments) -> dict[str, float]:
     }
 
 
+def check_turn_limit(max_turns: int, run: RunSpec) -> None:
+    """The turn limit's one home is the experiment config (`collect.max_turns`, the limit at inference). A recipe's
+    `max_turns` may be fewer (the tiny recipes roll out 4: the model rarely needs more and CPU time is short), never
+    more: a policy trained on longer episodes than it is ever given would learn turns it cannot use. Said naming
+    both, never overridden in silence."""
+    limit = run.cfg.collect.max_turns
+    if max_turns > limit:
+        raise ConfigError(
+            f"the GRPO recipe's max_turns {max_turns} is above the experiment config's collect.max_turns {limit} "
+            f"({run.config.get('_path')}): set the recipe's to {limit} or fewer, or raise the config's"
+        )
+
+
 def build_dataset(tasks: list):
     """One row per task: the prompt carries the task id (a key the chat template ignores) for the rollout."""
     from datasets import Dataset
@@ -186,6 +200,8 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     # the run's spec, built once here: the sandbox (--sandbox over the config's backend, the config's image) and the
     # judge go down to every rollout as arguments
     run = load_run(resolve_model(script_args.experiment_config), sandbox=script_args.sandbox)
+    check_turn_limit(script_args.max_turns, run)
+    write_text_atomic(Path(training_args.output_dir) / "config.yaml", run.resolved_yaml())  # what it trained under
     references = {}
     if script_args.references:
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve_model(script_args.references)))}
@@ -195,7 +211,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     stack = contextlib.ExitStack()
     scorer = stack.enter_context(
         scorer_from_config(
-            run.config,
+            run.cfg,
             task_map,
             judge_cache_dir(run.config),
             no_llm=not script_args.use_llm_judge,

@@ -11,6 +11,7 @@ from terminus.agent import trajectory
 from terminus.agent.template import install
 from terminus.determinism import deterministic_torch
 from terminus.io import read_jsonl
+from terminus.settings import TinyModel, field_default
 from terminus.timing import model_view
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,8 @@ def build_tiny_model(
     texts: list[str] | None = None,
     seed: int = 0,
     vocab_size: int = 4096,
-    hidden_size: int = 128,
-    layers: int = 2,
+    hidden_size: int = field_default(TinyModel, "hidden_size"),
+    layers: int = field_default(TinyModel, "layers"),
 ) -> Path:
     """Write a Hugging Face model folder (config, safetensors, tokenizer, chat template, generation config)."""
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM

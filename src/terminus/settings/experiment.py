@@ -1,0 +1,383 @@
+"""The experiment config (`Config`) and its sections, one model per part of the file; each key's type, default and
+description once. configs/schema/config.schema.json is generated from `Config`."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
+
+from terminus.settings.base import (
+    API_HELP,
+    MAX_NEW_TOKENS,
+    MAX_NEW_TOKENS_HELP,
+    NAME_PATTERN,
+    REASONING_HELP,
+    RUN_PATTERN,
+    SWE_TIMEOUT_S,
+    Api,
+    Count,
+    Endpoint,
+    PlainEndpoint,
+    PositiveNumber,
+    Section,
+    Share,
+    TurnLimit,
+    max_retries,
+    request_timeout,
+    turn_limit,
+)
+
+
+class Synthetic(Section):
+    """Generated projects with injected faults."""
+
+    enabled: StrictBool = Field(True, description="Build this source.")
+    languages: Annotated[list[Literal["python", "node", "cmake", "rust", "go"]], Field(min_length=1)] = Field(
+        ["python", "node", "cmake", "rust", "go"], description="Languages to generate."
+    )
+    repos_per_language: Count(1) = Field(
+        3, description="Repositories per language; each yields one project per supported variant."
+    )
+    variants: Annotated[list[Literal["pass", "fail", "broken", "missing-dep", "warnings"]], Field(min_length=1)] = (
+        Field(
+            ["pass", "fail", "broken", "missing-dep", "warnings"],
+            description="Fault variants (each language uses those it supports).",
+        )
+    )
+    verbose_lines: Count(0) = Field(
+        120, description="Log lines each test prints in verbose repositories (what makes delegation pay)."
+    )
+
+
+class Registry(Section):
+    """Real PyPI sdists with one flipped operator; ground truth from junit against a baseline."""
+
+    enabled: StrictBool = Field(True, description="Build this source.")
+    packages: StrictStr = Field("configs/tasks/packages.yaml", description="YAML list of {name, version}.")
+    max_packages: Count(1) | None = Field(None, description="Use only the first N packages of the list (null = all).")
+    mutants_per_package: Count(1) = Field(2, description="Mutants kept per package.")
+    max_tries: Count(1) = Field(12, description="Mutation sites tried per package.")
+    cache: StrictStr = Field("~/.cache/terminus/registry", description="Download cache for sdists.")
+
+
+class SweTasks(Section):
+    """Real-repository tasks from a SWE-bench-family selection (terminus.swe): the selection config's rows, no
+    repository of an evaluation benchmark, validated in their images (F2P fail and P2P pass at base + test patch;
+    all pass with the gold patch), then test-execution, error-diagnosis, build and dependency tasks with the
+    dataset's per-test facts."""
+
+    enabled: StrictBool = Field(False, description="Build this source.")
+    config: StrictStr = Field("swe-rebench-v2", description="A selection in configs/benchmarks/.")
+    dataset: StrictStr | None = Field(
+        None, description="Rows in the selection's schema (a local file or hub id); null = the config's hub dataset."
+    )
+    validate_: StrictBool = Field(True, alias="validate", description="Check each instance in its image first.")
+    limit: StrictInt | None = Field(None, description="Cap on selected instances (null = all).")
+    concurrency: Count(1) = Field(2, description="Instances validated at once.")
+
+
+class Splits(Section):
+    """Shares of repositories per split (by repository, never by task)."""
+
+    train: Share = 0.6
+    val: Share = 0.2
+    test: Share = 0.2
+
+
+class Tasks(Section):
+    """The task corpus (terminus tasks build / validate)."""
+
+    synthetic: Synthetic = Field(default_factory=Synthetic)
+    registry: Registry = Field(default_factory=Registry)
+    manifests: list[StrictStr] = Field([], description="SWE-bench-style manifest files (YAML or JSONL) to include.")
+    swe: SweTasks = Field(default_factory=SweTasks)
+    paraphrase: PlainEndpoint | None = Field(
+        None,
+        description="Optional OpenAI-compatible endpoint that rephrases queries ({base_url, model, api_key_env}).",
+    )
+    splits: Splits = Field(default_factory=Splits)
+
+
+Split = Literal["train", "val", "test"]
+
+
+class Collect(Section):
+    """Teacher rollouts over the train and val tasks (terminus collect)."""
+
+    policy: StrictStr = Field("scripted", description="scripted | openai | vllm | transformers")
+    model: StrictStr | None = Field(None, description="Model id or folder for the teacher.")
+    base_url: StrictStr | None = Field(None, description="Endpoint for the openai policy.")
+    api_key_env: StrictStr | None = Field(None, description="Environment variable holding its API key.")
+    concurrency: Count(1) = Field(4, description="Episodes at once.")
+    max_turns: TurnLimit = turn_limit()
+    request_timeout: PositiveNumber = request_timeout()
+    max_retries: Count(0) = max_retries()
+    splits: list[Split] = Field(["train", "val"], description="Which splits the teacher runs on.")
+
+
+class TinyModel(Section):
+    """The size of the tiny model (`base: tiny` only); heads have 32 dimensions."""
+
+    hidden_size: StrictInt = Field(128, description="Width of the residual stream.")
+    layers: StrictInt = Field(2, description="Transformer layers.")
+
+
+class Model(Section):
+    """The base model and the training recipes (terminus tiny-model, sft, grpo, export)."""
+
+    base: StrictStr = Field(
+        "tiny", description="`tiny` builds the tiny Qwen3-architecture model locally; otherwise a hub id or folder."
+    )
+    sft_recipe: StrictStr = Field("configs/sft/tiny.yaml", description="TRL-parser recipe for SFT.")
+    grpo_recipe: StrictStr = Field("configs/grpo/tiny.yaml", description="TRL-parser recipe for GRPO.")
+    summary_max_new_tokens: StrictInt = Field(160, description="Tokens per turn in the held-out check.")
+    summary_policy: Literal["transformers", "vllm"] = Field(
+        "transformers",
+        description="How the held-out check (`terminus training-summary`) runs each model: `transformers` in its "
+        "process, or `vllm` served for its episodes, which vLLM batches (the paper scale: thousands of long "
+        "episodes).",
+    )
+    summary_train_tasks: Count(0) = Field(
+        0,
+        description="The training summary also runs the SFT model on this many of its own training tasks (a seeded "
+        "draw), beside the held-out ones: `sft.train_fact_recall` says whether the pipeline fits what it trained on.",
+    )
+    augment: StrictInt = Field(
+        0,
+        description="Renamed copies of each SFT training conversation (`terminus sft-data --augment`): the synthetic "
+        "projects' names replaced consistently across query, commands, output and answer.",
+    )
+    decision_copies: Count(0) = Field(
+        0,
+        description="Copies of each SFT training conversation (renamed ones included) cut after the command that "
+        "follows the repository listing (`terminus sft-data --decision-copies`): more examples of the turn on which "
+        "an episode's facts depend (benchmarks/learning_probe.py measures it).",
+    )
+    tiny: TinyModel = Field(default_factory=TinyModel)
+
+
+class Judge(Section):
+    """The judge (terminus judge, judge-validity) and the Scorer used for GRPO rewards and evaluation."""
+
+    rubric: StrictStr = Field("configs/judge/rubric.yaml", description="Rubric dimensions, scales, weights.")
+    scorer: StrictStr = Field("configs/judge/scorer.yaml", description="How judge and fact checker combine.")
+    prompts: StrictStr = Field("configs/judge/prompts.yaml", description="Jinja prompts of the judge.")
+    endpoint: Endpoint | None = Field(
+        None,
+        description="A real judge. api_key_env names the environment variable holding the key (checked before "
+        "anything runs). null = no external judge.",
+    )
+    serve: StrictStr | None = Field(
+        None,
+        description="A local model folder to serve with vLLM as the judge for the run (offline plumbing: the smoke "
+        "scale serves the tiny base model, whose verdicts mean nothing). Ignored when endpoint is set.",
+    )
+    group: StrictBool = Field(False, description="Score the G rollouts of one prompt together (GRPO).")
+    llm_stages: list[Literal["validity", "teacher"]] = Field(
+        ["validity"],
+        description="Stages that call this LLM judge; the others use the fact checker alone (said in each verdict). "
+        "GRPO calls it when its recipe sets use_llm_judge; eval has its own judge (eval.judge).",
+    )
+    concurrency: Count(1) = Field(8, description="Judge calls at once (a group's chunks too).")
+    request_timeout: PositiveNumber = request_timeout()
+    max_retries: Count(0) = max_retries()
+    output_chars: Count(200) = Field(
+        800,
+        description="Characters of each command's output the judge sees (head and tail halves), beside the output "
+        "line each claim rests on (always shown). The paper's verbose logs need at least 8192.",
+    )
+    reply_tokens: Count(16) = Field(
+        160,
+        description="Tokens one dimension's reply may take: a reason of at most 160 characters (test ids, paths and "
+        "hashes cost a token for every 1-2 characters) and a score; tests/judge/test_judge_evidence.py tokenizes the "
+        "worst case.",
+    )
+    reasoning_tokens: Count(0) = Field(
+        0, description="Tokens a reasoning model spends before it replies, added to the reply budget."
+    )
+    max_tokens: Count(16) | None = Field(
+        None,
+        description="Longest judge reply. null = derived from the rubric: dimensions x candidates a call (4 in group "
+        "mode, else 1) x reply_tokens + reasoning_tokens; a value below that is an error (the reply could not fit).",
+    )
+    validity_llm_pairs: Count(1) | None = Field(
+        None, description="Pairs the LLM judge scores in the validity report (null = all)."
+    )
+
+
+Benchmark = Literal["repair", "execution", "swebench-pro", "swe-sharp", "swebench-verified"]
+CellName = Annotated[StrictStr, Field(pattern=NAME_PATTERN, description="Cell-name part (no __).")]
+OVERRIDE_TIMEOUT = "Overrides eval.request_timeout."
+OVERRIDE_RETRIES = "Overrides eval.max_retries."
+
+
+class EvalSwe(Section):
+    """The SWE-bench-family benchmarks' settings."""
+
+    datasets: dict[str, StrictStr] = Field(
+        {},
+        description="Per benchmark, a local file (JSONL/JSON/CSV/parquet) or hub id in the benchmark's schema, "
+        "instead of the dataset its config names (offline runs, a subset).",
+    )
+    limit: StrictInt | None = Field(None, description="Instances per benchmark (null = all).")
+    timeout_s: PositiveNumber = Field(SWE_TIMEOUT_S, description="Grading's test-run timeout.")
+
+
+class MainAgent(Section):
+    """{name, kind: reader} (offline, acts on what it reads), {name, kind: replay} (a fixed plan) or
+    {name, kind: llm, model, base_url, api_key_env}."""
+
+    OMIT_UNSET = frozenset({"model", "base_url", "api_key_env", "request_timeout", "max_retries"})
+    name: CellName
+    kind: Literal["reader", "replay", "llm"]
+    model: StrictStr | None = None
+    base_url: StrictStr | None = None
+    api_key_env: StrictStr | None = None
+    api: Api = Field("chat", description=API_HELP)
+    reasoning: StrictBool = Field(False, description=REASONING_HELP)
+    request_timeout: PositiveNumber | None = Field(None, description=OVERRIDE_TIMEOUT)
+    max_retries: Count(0) | None = Field(None, description=OVERRIDE_RETRIES)
+
+    @model_validator(mode="after")
+    def _llm_has_model(self) -> MainAgent:
+        if self.kind == "llm" and self.model is None:
+            raise ValueError("model: required for a main agent of kind llm")
+        return self
+
+
+class Subagent(Section):
+    """{name, policy: none | scripted | transformers | vllm | openai, model, base_url, api_key_env}. `none` is the
+    No-Subagent baseline every other cell is paired against."""
+
+    OMIT_UNSET = frozenset(
+        {
+            "model",
+            "base_url",
+            "api_key_env",
+            "max_new_tokens",
+            "max_model_len",
+            "enable_thinking",
+            "gpu_memory_utilization",
+            "request_timeout",
+            "max_retries",
+        }
+    )
+    MODEL_POLICIES: ClassVar[tuple[str, ...]] = ("transformers", "vllm", "openai")
+    name: CellName
+    policy: Literal["none", "scripted", "transformers", "vllm", "openai"]
+    model: StrictStr | None = None
+    base_url: StrictStr | None = None
+    api_key_env: StrictStr | None = None
+    api: Api = Field("chat", description="openai: the API the provider serves the model through (chat | responses).")
+    reasoning: StrictBool = Field(
+        False, description="openai: a reasoning model (max_completion_tokens, no temperature)."
+    )
+    max_new_tokens: StrictInt = Field(MAX_NEW_TOKENS, description=MAX_NEW_TOKENS_HELP)
+    max_model_len: StrictInt | None = Field(
+        None, description="vllm: the served context length (default: the model's)."
+    )
+    enable_thinking: StrictBool | None = Field(
+        None, description="transformers, vllm: Qwen3's thinking (default false, terminus.agent.template)."
+    )
+    gpu_memory_utilization: (
+        Annotated[StrictInt | StrictFloat, Field(gt=0, le=1), WithJsonSchema({"type": "number", "maximum": 1})] | None
+    ) = Field(None, description="vllm: the share of the GPU its server may hold (default: vLLM's 0.9).")
+    request_timeout: PositiveNumber | None = Field(None, description=OVERRIDE_TIMEOUT)
+    max_retries: Count(0) | None = Field(None, description=OVERRIDE_RETRIES)
+    tool_call_limit: TurnLimit = turn_limit("Subagent turns per call (the paper's; VS Code's is 5).")
+
+    @model_validator(mode="after")
+    def _model_policy_has_model(self) -> Subagent:
+        if self.policy in self.MODEL_POLICIES and self.model is None:
+            raise ValueError(f"model: required for a subagent of policy {self.policy}")
+        return self
+
+
+class EvalJudge(Section):
+    """The evaluation's own judge, apart from GRPO's reward (`judge:`): the execution cells' scorer. Keys left null
+    follow `judge:`; endpoint does not (null = the fact checker only). Its model must be none of the subagents under
+    test (checked when a cell starts)."""
+
+    endpoint: PlainEndpoint | None = Field(
+        None, description="{base_url, model, api_key_env}: a judge of another model family than the training reward's."
+    )
+    scorer: StrictStr | None = Field(None, description="How judge and fact checker combine (null = judge.scorer).")
+    output_chars: Count(200) | None = Field(None, description="null = judge.output_chars.")
+    reasoning_tokens: Count(0) | None = Field(None, description="null = judge.reasoning_tokens.")
+
+
+# Lists whose entries name the eval grid's cells (and so their record and prediction files): a repeat would make
+# two cells of one name, one of which is silently lost.
+UNIQUE_LISTS = (("main_agents", "name"), ("subagents", "name"), ("benchmarks", None), ("seeds", None))
+
+
+class Eval(Section):
+    """The evaluation grid (terminus eval); cells = main agent x subagent x benchmark x seed."""
+
+    split: Split = Field("test", description="Tasks the grid runs on (held out).")
+    benchmarks: list[Benchmark] = Field(
+        ["repair", "execution"],
+        description="repair = fix an injected fault, verified; execution = the forwarded query, judged; "
+        "swebench-pro, swe-sharp, swebench-verified = real-repository instances (configs/benchmarks/<name>.yaml), "
+        "graded by the official rule, with predictions in SWE-bench's format under eval/predictions/.",
+    )
+    swe: EvalSwe = Field(default_factory=EvalSwe)
+    main_agents: Annotated[list[MainAgent], Field(min_length=1)] = Field(
+        default_factory=lambda: [MainAgent(name="reader", kind="reader")], description="Main agents."
+    )
+    subagents: Annotated[list[Subagent], Field(min_length=1)] = Field(
+        default_factory=lambda: [Subagent(name="none", policy="none"), Subagent(name="scripted", policy="scripted")],
+        description="Subagents.",
+    )
+    seeds: list[StrictInt] = Field([0], description="Seeds (replicates) per cell.")
+    concurrency: Count(1) = Field(4, description="Episodes at once.")
+    request_timeout: PositiveNumber = request_timeout()
+    max_retries: Count(0) = max_retries()
+    max_tasks: StrictInt | None = Field(None, description="Cap on tasks per benchmark (null = all).")
+    tokenizer: Literal["qwen", "cl100k"] = Field("qwen", description="The main model's tokenizer for token counts.")
+    case_study_task: StrictStr | None = Field(None, description="Task of the case study (null = pick).")
+    judge: EvalJudge = Field(default_factory=EvalJudge)
+
+    @model_validator(mode="after")
+    def _unique(self) -> Eval:
+        for key, field in UNIQUE_LISTS:
+            seen = set()
+            for entry in getattr(self, key):
+                value = getattr(entry, field) if field else entry
+                if value in seen:
+                    what = f"two entries named {value!r}" if field else f"{value!r} twice"
+                    raise PydanticCustomError(
+                        "not_unique",
+                        "{key} has {what}; each must be unique (it names the eval cells)",
+                        {"key": key, "what": what},
+                    )
+                seen.add(value)
+        return self
+
+
+class Config(Section):
+    """terminus experiment config. One file per scale: configs/config.yaml (smoke, the default) and
+    configs/paper.yaml (the full reproduction). Same keys, different values. Paths are relative to the working
+    folder."""
+
+    run: Annotated[StrictStr, Field(pattern=RUN_PATTERN)] = Field(
+        description="Run name, a plain folder name (letters, digits, '.', '_', '-'; starting with a letter or digit, "
+        "so never '..'); everything the run writes goes under results/<run>/."
+    )
+    seed: StrictInt = Field(0, description="Seed for everything random (corpus, splits, queries, sampling).")
+    sandbox: Literal["local", "bwrap", "docker", "apptainer"] | None = Field(
+        None, description="Sandbox backend for every episode; null picks bwrap where installed, else local."
+    )
+    sandbox_image: StrictStr | None = Field(
+        None,
+        description="Image for docker/apptainer episodes of tasks that bring none (manifest and real-repository tasks "
+        "bring their own). null: docker uses the project's registry-free image (docker/sandbox, "
+        "terminus-sandbox:host); apptainer needs one (a .sif file or docker://REF).",
+    )
+    tasks: Tasks
+    collect: Collect = Field(default_factory=Collect)
+    model: Model = Field(default_factory=Model)
+    judge: Judge = Field(default_factory=Judge)
+    eval: Eval = Field(default_factory=Eval)
