@@ -95,9 +95,9 @@ class _OneAtATime:
     def __init__(self, policy) -> None:
         self.policy, self.name, self.lock = policy, policy.name, threading.Lock()
 
-    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+    def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:
         with self.lock:
-            return self.policy.respond(messages, tools)
+            return self.policy.respond(messages, tools, tool_choice=tool_choice)
 
 
 def make_server_policy(settings: ServerSettings):

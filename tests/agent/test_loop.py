@@ -26,9 +26,11 @@ class FixedReplies:
     def __init__(self, replies):
         self.replies = list(replies)
         self.seen_tools = []
+        self.seen_choices = []
 
-    def respond(self, messages, tools):
+    def respond(self, messages, tools, tool_choice=None):
         self.seen_tools.append([t["function"]["name"] for t in tools])
+        self.seen_choices.append(tool_choice)
         return self.replies.pop(0) if self.replies else {"content": "nothing more to say"}
 
 
@@ -61,7 +63,8 @@ def test_turn_limit_withdraws_tools_and_asks_for_the_answer(box):
     traj = ExecutionSubagent(policy, box, AgentConfig(max_turns=3)).run("loop")
     assert traj.termination == "turn_limit"
     assert len(traj.turns) == 2
-    assert policy.seen_tools[-1] == []  # the last turn has no tools
+    # the last turn keeps the tools block (the context the model is trained in) and asks for no call
+    assert policy.seen_tools[-1] == ["run_in_terminal"] and policy.seen_choices == [None, None, "none"]
     assert traj.messages[-2]["content"] == "OK, your allotted iterations are finished. Show the <final_answer>."
 
 
@@ -75,7 +78,7 @@ def test_timeout_forces_the_answer_and_adds_a_note(box):
     policy = FixedReplies([call("sleep 30", timeout_ms=300), FINAL, call("echo never")])
     traj = ExecutionSubagent(policy, box, TEN).run("q")
     assert traj.termination == "timeout_forced"
-    assert traj.turns[0].timed_out and policy.seen_tools[-1] == []
+    assert traj.turns[0].timed_out and policy.seen_choices[-1] == "none"
     assert traj.final_answer is not None
     assert traj.notes == ["Note: the command `sleep 30` timed out after 0 s; its result is incomplete."]
 
@@ -87,7 +90,7 @@ def test_timeout_forces_the_answer_and_adds_a_note(box):
 def test_waiting_for_input_forces_the_answer_and_adds_a_note(box, command):
     policy = FixedReplies([call(command), FINAL, call("echo never")])
     traj = ExecutionSubagent(policy, box, TEN).run("q")
-    assert traj.termination == "input_forced" and policy.seen_tools[-1] == []
+    assert traj.termination == "input_forced" and policy.seen_choices[-1] == "none"
     assert traj.final_answer is not None and len(traj.turns) == 1
     assert traj.notes and "waited for interactive input" in traj.notes[0]
 
@@ -135,7 +138,7 @@ def test_a_crashing_policy_is_recorded(box):
     class Broken:
         name = "broken"
 
-        def respond(self, messages, tools):
+        def respond(self, messages, tools, tool_choice=None):
             raise ConnectionError("endpoint went away")
 
     traj = ExecutionSubagent(Broken(), box, TEN).run("q")

@@ -37,7 +37,7 @@ class Replies:
         self.replies = list(replies)
         self.calls = 0
 
-    def respond(self, messages, tools):
+    def respond(self, messages, tools, tool_choice=None):
         self.calls += 1
         return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
 

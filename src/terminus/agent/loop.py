@@ -1,8 +1,9 @@
 """The Execution Subagent's turn loop: `run()` repeats `step()` until an exit, each exit an exception.
 
 Contract (the paper's): one command per turn through the terminal tool, an explicit timeout on each call, a
-turn limit whose last turn asks for the final answer, and on a timeout the tool is withdrawn, the final
-answer forced, and a note appended for the main agent. The trajectory is saved after every turn.
+turn limit whose last turn asks for the final answer, and on a timeout the tool is withdrawn (no call taken; the
+tools block stays in the prompt, `ANSWER_NOW`), the final answer forced, and a note appended for the main
+agent. The trajectory is saved after every turn.
 """
 
 from __future__ import annotations
@@ -54,12 +55,21 @@ def waited_for_input(output: str) -> bool:
     return bool(_INPUT_PROMPT.search(tail))
 
 
+ANSWER_NOW = "none"
+"""The `tool_choice` of the last and forced turns. The tools block stays in the prompt on every turn, so the model
+reads the context it is trained in (SFT data and GRPO rollouts render the tools on every turn, the final answer's
+too); only the call is withdrawn: an endpoint gets OpenAI's `tool_choice: "none"` (vLLM honours it and still renders
+the tools unless started with --exclude-tools-when-tool-choice-none, which `terminus serve` does not pass); a local
+policy renders the same prompt, and the "answer now" message the loop adds does the asking."""
+
+
 class Policy(Protocol):
-    """messages + tools -> assistant message (`content`, optional `tool_calls`, optional `usage`)."""
+    """messages + tools -> assistant message (`content`, optional `tool_calls`, optional `usage`). `tool_choice`
+    None is the policy's own; `ANSWER_NOW` asks for a reply without a tool call."""
 
     name: str
 
-    def respond(self, messages: list[dict], tools: list[dict]) -> dict: ...
+    def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict: ...
 
 
 @dataclass
@@ -194,7 +204,7 @@ class ExecutionSubagent:
         last = replies + 1 >= self.config.max_turns or bool(must_answer and must_answer(self.traj.messages))
         if last:
             self._add({"role": "user", "content": self.prompts.render("last_turn")})
-        reply = self._query(tools=[] if last else [TERMINAL_TOOL])
+        reply = self._query(ANSWER_NOW if last else None)
         if self._finish_if_answered(reply):
             raise Exit("final_answer")
         if last:
@@ -241,11 +251,11 @@ class ExecutionSubagent:
             self._force_final(terminal_call.command, result.duration_s, "input")
 
     def _force_final(self, command: str, seconds: float, why: str) -> None:
-        """The tool is withdrawn: one more reply, without tools, must be the final answer."""
+        """The tool is withdrawn (the tools block stays, `ANSWER_NOW`): one more reply must be the final answer."""
         values = {"command": command, "seconds": f"{seconds:.0f}"}
         forced, note = ("timeout_forced", "timeout_note") if why == "timeout" else ("input_forced", "input_note")
         self._add({"role": "user", "content": self.prompts.render(forced, **values)})
-        reply = self._query(tools=[])
+        reply = self._query(ANSWER_NOW)
         self._finish_if_answered(reply)
         self.traj.notes.append(self.prompts.render(note, **values))
         raise Exit(forced)  # the prompt's key is the termination
@@ -258,8 +268,8 @@ class ExecutionSubagent:
             self.traj.notes.append(note)
             raise Exit("budget")
 
-    def _query(self, tools: list[dict]) -> dict:
-        reply = self.policy.respond(list(self.traj.messages), tools)
+    def _query(self, tool_choice: str | None) -> dict:
+        reply = self.policy.respond(list(self.traj.messages), [TERMINAL_TOOL], tool_choice=tool_choice)
         message = assistant_message(reply)
         usage = reply.get("usage") or {}
         self.traj.prompt_tokens += int(usage.get("prompt_tokens", 0) or 0)

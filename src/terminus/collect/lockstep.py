@@ -96,7 +96,8 @@ class LockstepPolicy:
     generated: list[dict] = field(default_factory=list)
     tokens: EpisodeTokens | None = None
 
-    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+    def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:
+        # local generation: tool_choice is not enforced (the same prompt, tools included, on every turn)
         prompt = None
         if self.tokens is not None:
             tools = self.tokens.tools if self.tokens.replies else tools

@@ -1,8 +1,9 @@
 """Batched generation behind one interface: `generate(conversations, tools) -> assistant messages`.
 
-`conversations[i]` is rendered with its own `tools[i]` (a turn may offer the terminal or, on the last turn, nothing)
-and answered with one assistant message: `content`, `usage`, the generated `token_ids`, and `logprobs` where the
-backend gives them. Two implementations, which the GRPO recipe selects through `use_vllm`:
+`conversations[i]` is rendered with its own `tools[i]` (the subagent loop offers the terminal on every turn, the last
+too: `agent.loop.ANSWER_NOW`) and answered with one assistant message: `content`, `usage`, the generated
+`token_ids`, and `logprobs` where the backend gives them. Two implementations, which the GRPO recipe selects
+through `use_vllm`:
 
 - `TransformersGenerator`: one left-padded `model.generate` call for the whole batch (CPU, small runs, and the
   reference: under greedy decoding a batch gives the tokens that one-at-a-time generation gives);
@@ -180,8 +181,9 @@ class EpisodeTokens:
 
     The template must be prefix-preserving (the conversation through a reply renders as a prefix of the next
     prompt), as `configs/agent/chat_template.jinja` is; and the tools block stays the first prompt's for the whole
-    episode (the loop withdraws the terminal on the last and forced turns by not running calls, and SFT trains
-    final answers with the tools block in context), so the episode stays one sequence.
+    episode (the loop sends the tools on every turn and withdraws the terminal on the last and forced turns by
+    running no call there, as SFT trains final answers with the tools block in context), so the episode stays one
+    sequence.
 
     `must_answer` tells the loop to ask for the final answer now when the budget (`max_completion_length` after the
     first prompt, and the engine's `max_model_len`) could not hold this reply, a tool output of up to

@@ -75,7 +75,9 @@ class TransformersPolicy:
             net, tokenizer, max_new_tokens, temperature, self.name, model_lock(net), chat_kwargs=thinking
         )
 
-    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+    def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:
+        # tool_choice is not enforced locally: the prompt is the same on every turn (the tools block included, as
+        # in training); on the last turn the loop's "answer now" message asks, and a call there is not run
         reply = self.generator.generate([messages], [tools])[0]
         return {"content": reply["content"], "usage": reply["usage"]}
 
@@ -101,7 +103,8 @@ class VLLMPolicy:
         self.sampling = SamplingParams(temperature=temperature, max_tokens=max_new_tokens)
         self.template = chat_template()
 
-    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+    def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:
+        # as TransformersPolicy: the same prompt on every turn, tools included; tool_choice is not enforced locally
         outputs = self.llm.chat(
             [model_view(messages)],
             self.sampling,

@@ -219,8 +219,9 @@ class OpenAIPolicy:
         fix = f"check that {self.base_url} is up and serves {self.model!r}, or raise --request-timeout/--max-retries"
         return PolicyError(f"endpoint {self.base_url} {what}; {fix}", used)
 
-    def request(self, messages: list[dict], tools: list[dict]) -> dict:
-        """The request body for this endpoint's API: what the provider takes for this kind of model."""
+    def request(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:
+        """The request body for this endpoint's API: what the provider takes for this kind of model. `tool_choice`
+        (the loop's "none" on its last turn) overrides the policy's own for this call."""
         viewed = model_view(messages)
         if self.api == "responses":
             # stateless: each call carries the whole conversation, nothing is stored at the provider
@@ -237,14 +238,13 @@ class OpenAIPolicy:
             request["extra_body"] = {"seed": self.seed}
         if tools:
             request["tools"] = tools if self.api == "chat" else _responses_tools(tools)
-            if self.tool_choice:
-                choice = self.tool_choice
+            if choice := tool_choice or self.tool_choice:
                 request["tool_choice"] = choice if self.api == "chat" else _responses_tool_choice(choice)
         return request
 
-    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+    def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:
         errors = self._errors
-        request = self.request(messages, tools)
+        request = self.request(messages, tools, tool_choice)
         parse = _message_of_response if self.api == "responses" else _message_of
         used = 0  # retries this call has spent, the SDK's and ours
         while True:

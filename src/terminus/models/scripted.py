@@ -265,18 +265,19 @@ class ScriptedPolicy:
 
     name = "scripted"
 
-    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+    def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:
         query = next(m["content"] for m in messages if m["role"] == "user")
         done = _executed(messages)  # [(command, observation)]
+        answer_now = not tools or tool_choice == "none"  # the loop's ANSWER_NOW: the last or a forced turn
         if not done:
-            if not tools:
+            if answer_now:
                 return _answer([])
             return _call(DISCOVER, 30_000)
         project = pick_project(done[0][1])
         steps = plan(*(project or (None, ".")), query)
         issued = {command for command, _ in done}
         remaining = [s for s in steps if s[0] not in issued]
-        stop = not tools or not remaining or _build_failed(done)
+        stop = answer_now or not remaining or _build_failed(done)
         if not stop:
             return _call(*remaining[0])
         kind = project[0] if project else "unknown"
