@@ -52,6 +52,9 @@ rule sft_data:
         trajectories=f"{RUN}/collect/trajectories.jsonl",
         tasks=rules.validate_tasks.output.tasks,
         verdicts=f"{RUN}/judge/teacher_verdicts.jsonl",
+        # the SFT recipe's max_length and its model's tokenizer: conversations are cut to fit what training keeps
+        recipe=lookup(dpath="model/sft_recipe", within=config),
+        base=base_model_input(),
     output:
         directory(f"{RUN}/sft-data"),
     log:
@@ -60,6 +63,7 @@ rule sft_data:
         augment=lookup(dpath="model/augment", within=config),
         decision_copies=lookup(dpath="model/decision_copies", within=config),
         seed=lookup(dpath="seed", within=config),
+        base=base_model_param,
     conda:
         ENV
     resources:
@@ -68,7 +72,7 @@ rule sft_data:
     shell:
         "terminus sft-data --trajectories {input.trajectories} --tasks {input.tasks} --verdicts {input.verdicts} "
         "--out {output} --augment {params.augment} --decision-copies {params.decision_copies} --seed {params.seed} "
-        "> {log} 2>&1"
+        "--recipe {input.recipe} --model {params.base} > {log} 2>&1"
 
 
 rule judge_validity:

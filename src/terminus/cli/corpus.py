@@ -31,6 +31,7 @@ from terminus.swe.corpus import build_swe_corpus
 from terminus.tasks.build import build_corpus
 from terminus.tasks.splits import corpus_stats, format_stats
 from terminus.train.data import KeepRule, build_sft_dataset
+from terminus.train.fit import recipe_length
 
 
 @tasks_app.command("build")
@@ -166,9 +167,16 @@ def sft_data(
         0, min=0, help="Copies of each training conversation cut after the command that follows the listing."
     ),
     seed: int = typer.Option(0, help="Seed of the renamings."),
+    recipe: Path = typer.Option(
+        None, help="The SFT recipe: its max_length, which every conversation is made to fit with its end whole."
+    ),
+    model: str = typer.Option(
+        None, help="The model whose tokenizer measures them (default: the recipe's model_name_or_path)."
+    ),
 ) -> None:
     """Filter trajectories and convert them to chat conversations with tool calls for TRL's SFTTrainer."""
 
+    tokenizer, max_length = recipe_length(recipe, model) if recipe is not None else (None, None)
     counts = build_sft_dataset(
         trajectories,
         tasks,
@@ -178,6 +186,10 @@ def sft_data(
         augment=augment,
         decision_copies=decision_copies,
         seed=seed,
+        tokenizer=tokenizer,
+        max_length=max_length,
     )
     typer.echo(f"train {counts['train']}, validation {counts['validation']}; dropped {counts['dropped']}")
+    if "length" in counts:
+        typer.echo(f"length {counts['length']}")
     typer.echo(f"by language {counts['by_language']}\nby type {counts['by_type']}\nby source {counts['by_source']}")

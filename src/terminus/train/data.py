@@ -10,6 +10,7 @@ given, when its combined reward reaches `min_reward`.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from collections import Counter
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ from terminus.tasks.record import Task, load_tasks
 from terminus.timing import model_view
 from terminus.train import TrainingInputError
 from terminus.train.augment import renamed_copies
+from terminus.train.fit import LengthReport, fit
+
+log = logging.getLogger(__name__)
 
 
 def to_chat(trajectory: dict) -> list[dict]:
@@ -75,6 +79,19 @@ def keep(traj: dict, task: Task, rule: KeepRule, verdict: dict | None) -> tuple[
     return True, ""
 
 
+def sft_row(traj: dict, task: Task) -> dict:
+    """One training conversation: the tools block on every turn, the final answer's too, as the loop sends it."""
+    return {
+        "id": traj["id"],
+        "task_id": task.id,
+        "language": task.language,
+        "task_type": task.task_type,
+        "source": task.source,
+        "messages": to_chat(traj),
+        "tools": [TERMINAL_TOOL],
+    }
+
+
 def decision_cut(messages: list[dict]) -> list[dict] | None:
     """The conversation cut after the command that follows the first tool output (the listing): the turn on which the
     episode's facts depend. None when no command follows the first output."""
@@ -94,10 +111,16 @@ def build_sft_dataset(
     augment: int = 0,
     decision_copies: int = 0,
     seed: int = 0,
+    tokenizer=None,
+    max_length: int | None = None,
 ) -> dict:
     """The dataset, plus `augment` renamed copies of each training conversation (`train.augment`; never of the
     validation split, which measures the real conversations), plus `decision_copies` copies of each training
-    conversation (renamed ones included) cut after its decision turn (`decision_cut`)."""
+    conversation (renamed ones included) cut after its decision turn (`decision_cut`). With `max_length` (the SFT
+    recipe's) and the recipe's `tokenizer`, every conversation is made to fit it with its end whole
+    (`train.fit`), and counts.json's `length` says how many were over it, shortened and dropped."""
+    if (tokenizer is None) != (max_length is None):
+        raise ValueError("build_sft_dataset needs both the recipe's tokenizer and its max_length, or neither")
     from datasets import Dataset, DatasetDict
 
     tasks = {t.id: t for t in load_tasks(tasks_file)}
@@ -121,15 +144,7 @@ def build_sft_dataset(
         if split is None:
             dropped["test split (never trained on)"] += 1
             continue
-        row = {
-            "id": traj["id"],
-            "task_id": task.id,
-            "language": task.language,
-            "task_type": task.task_type,
-            "source": task.source,
-            "messages": to_chat(traj),
-            "tools": [TERMINAL_TOOL],
-        }
+        row = sft_row(traj, task)
         rows[split].append(row)
         kept_tasks.append(task)
         if split != "train":
@@ -148,6 +163,13 @@ def build_sft_dataset(
                         for k in range(1, decision_copies + 1)
                     ]
     rows["train"] += decisions
+    length = LengthReport(max_length) if max_length is not None else None
+    if length is not None:
+        for name in rows:
+            rows[name] = [r for r in (fit(tokenizer, row, max_length, length) for row in rows[name]) if r is not None]
+        if length.dropped_ids:
+            log.warning("dropped %d conversations over max_length %d even with their tool outputs shortened: %s",
+                        length.dropped, max_length, ", ".join(length.dropped_ids[:10]))  # fmt: skip
     if not rows["train"]:
         raise TrainingInputError(f"no trajectory of {trajectories} passes the filter (dropped: {dict(dropped)})")
     data = DatasetDict({name: Dataset.from_list(r) for name, r in rows.items() if r})
@@ -166,6 +188,8 @@ def build_sft_dataset(
     }
     if decision_copies:  # only when asked: configs without it keep their counts.json as it was
         counts["decision_copies"] = len(decisions)
+    if length is not None:
+        counts["length"] = length.to_dict()
     write_json_atomic(staging / "counts.json", counts)
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
