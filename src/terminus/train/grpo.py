@@ -31,7 +31,7 @@ from terminus.judge.setup import judge_cache_dir, scorer_from_config
 from terminus.runspec import RunSpec, load_run
 from terminus.settings import MAX_NEW_TOKENS
 from terminus.tasks.record import load_tasks
-from terminus.train import TrainingInputError, infra
+from terminus.train import TrainingInputError, infra, trim
 from terminus.train.before_after import Measure
 from terminus.train.rollout import make_rollout
 from terminus.train.run import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
@@ -119,6 +119,16 @@ def grpo_trainer_class():
 
     class TerminusGRPOTrainer(GRPOTrainer):
         guard: infra.InfraGuard | None = None
+
+        # TRL private: the one method both the old-log-prob (and reference) forward and the loss forward go through,
+        # and the narrowest place that sees each forward's batch; no public hook does (`train.trim`)
+        def _get_per_token_logps_and_entropies(
+            self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, **kwargs
+        ):
+            forward = super()._get_per_token_logps_and_entropies
+            return trim.per_token_logps_trimmed(
+                forward, model, input_ids, attention_mask, logits_to_keep, batch_size, **kwargs
+            )
 
         # TRL private: no public hook sees the scored batch before the loss (callbacks get no batch, rollout_func
         # and reward functions run before the advantages and masks exist), and infra-failed episodes leave it here
