@@ -33,7 +33,7 @@ class TimedPolicy:
     def __init__(self, generator: TransformersGenerator) -> None:
         self.generator, self.name, self.generation_s = generator, "sequential", 0.0
 
-    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
+    def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:
         start = time.perf_counter()
         reply = self.generator.generate([messages], [tools])[0]
         self.generation_s += time.perf_counter() - start

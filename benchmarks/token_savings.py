@@ -52,8 +52,8 @@ class SilentSubagent:
     def __init__(self) -> None:
         self.expert = make_policy("scripted")
 
-    def respond(self, messages: list[dict], tools: list[dict]) -> dict:
-        reply = self.expert.respond(messages, tools)
+    def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:
+        reply = self.expert.respond(messages, tools, tool_choice=tool_choice)
         if "<final_answer>" in (reply.get("content") or ""):
             return {"content": "<final_answer>\n</final_answer>"}
         return reply

@@ -1,4 +1,5 @@
-"""Policies behind one protocol: `respond(messages, tools) -> assistant message`."""
+"""Policies behind one protocol: `respond(messages, tools, tool_choice=None) -> assistant message`
+(`terminus.agent.loop.Policy`)."""
 
 from __future__ import annotations
 
