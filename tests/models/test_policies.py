@@ -107,7 +107,8 @@ def test_vllm_engine_policy(tiny_model, tmp_path):
 @pytest.mark.parametrize("thinking", [False, True])
 def test_a_served_subagent_reads_the_prompt_training_renders(tiny_model, tmp_path, thinking):
     """`shared_policy("vllm")` serves with the project's template and the subagent's enable_thinking: vLLM's
-    prompt is, token for token, the one transformers generation and GRPO's rollouts render (tool schema included)."""
+    prompt is, token for token, the one transformers generation and GRPO's rollouts render (tool schema included),
+    on the last turn's `tool_choice: "none"` too."""
     pytest.importorskip("vllm")
     from terminus.agent.terminal import TERMINAL_TOOL
     from terminus.models import shared_policy
@@ -120,8 +121,11 @@ def test_a_served_subagent_reads_the_prompt_training_renders(tiny_model, tmp_pat
         "vllm", str(tiny_model), served_name="tiny", log_dir=tmp_path, max_new_tokens=8, enable_thinking=thinking
     ) as policy:
         reply = policy.respond(messages, [TERMINAL_TOOL])
+        # the loop's last turn (tool_choice "none"): vLLM still renders the tools block, as training does
+        last = policy.respond(messages, [TERMINAL_TOOL], tool_choice="none")
     expected = encode(tokenizer, messages, [TERMINAL_TOOL], {"enable_thinking": thinking})
     assert reply["usage"]["prompt_tokens"] == len(expected)
+    assert last["usage"]["prompt_tokens"] == len(expected) and not last.get("tool_calls")
     off = encode(tokenizer, messages, [TERMINAL_TOOL], {"enable_thinking": False})
     assert len(off) > len(encode(tokenizer, messages, [TERMINAL_TOOL], {"enable_thinking": True}))  # the empty block
 
