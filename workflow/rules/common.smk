@@ -162,9 +162,3 @@ def tasks_runtime() -> int:
     tasks (under an hour)."""
     return 2880 if swe_corpus() else 60
 
-
-def config_flag(section: str, key: str, flag: str) -> str:
-    """`--flag value` for an optional config value (config[section][key]), or nothing when it is unset."""
-    value = config[section].get(key)
-    return f"{flag} {value}" if value not in (None, "") else ""
-
