@@ -4,12 +4,12 @@ is a real subagent episode in a sandbox.
 The rollout (TRL's `rollout_func`) runs the batch's episodes in lockstep (`terminus.collect.lockstep`): our own
 loop, prompts and limits (`ExecutionSubagent`, exactly as at inference), the commands of all episodes concurrently in
 their own sandboxes, and at every turn one batched generation for all live episodes, by TRL's vLLM engine when the
-recipe sets `use_vllm` (weights synced by TRL) and by batched transformers generation otherwise. The task's query
-is forwarded as is, isolated from any main agent. Each episode is kept as the token sequence it was generated as
-(`models.generate.EpisodeTokens`): the prompt is the system and user turns, the completion everything after, ending
-on the last sampled `<|im_end|>` of a finished episode (so TRL counts it terminated; a cut one stays truncated), and
-`env_mask` marks the token ids the model sampled, exactly as sampled, so that tool output and injected messages
-carry no loss. The reward is the judge's Scorer.
+recipe sets `use_vllm` (weights synced by TRL, a LoRA merged out of place: `train.sync`) and by batched transformers
+generation otherwise. The task's query is forwarded as is, isolated from any main agent. Each episode is kept as
+the token sequence it was generated as (`models.generate.EpisodeTokens`): the prompt is the system and user turns,
+the completion everything after, ending on the last sampled `<|im_end|>` of a finished episode (so TRL counts it
+terminated; a cut one stays truncated), and `env_mask` marks the token ids the model sampled, exactly as sampled, so
+that tool output and injected messages carry no loss. The reward is the judge's Scorer.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from terminus.train import TrainingInputError, infra
 from terminus.train.before_after import Measure
 from terminus.train.rollout import make_rollout
 from terminus.train.run import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
+from terminus.train.sync import install_exact_sync
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +115,17 @@ def ratio_spread(ratio, mask, mode: str, clip_min: float | None, clip_max: float
 
 
 def grpo_trainer_class():
-    """TRL's GRPOTrainer, plus the spread of the importance-sampling ratio in the metrics."""
+    """TRL's GRPOTrainer, plus the spread of the importance-sampling ratio in the metrics and an exact weight sync
+    of a LoRA to vLLM (`train.sync`)."""
     from trl import GRPOTrainer
 
     class TerminusGRPOTrainer(GRPOTrainer):
         guard: infra.InfraGuard | None = None
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if self.use_vllm:  # a LoRA reaches vLLM merged out of place, the base never written (`train.sync`)
+                install_exact_sync(self.vllm_generation)
 
         # TRL private: no public hook sees the scored batch before the loss (callbacks get no batch, rollout_func
         # and reward functions run before the advantages and masks exist), and infra-failed episodes leave it here
