@@ -1,7 +1,8 @@
-"""GRPO's weight sync of a LoRA to vLLM (`train.sync`): 200 syncs with small adapter updates between, read through
-TRL's own sync entry (`VLLMGeneration._iter_named_params`, what `sync_weights` loads into vLLM), once as TRL 1.16
-does it (merge into the bf16 base in place, read, unmerge) and once with ours installed. No vLLM engine is started:
-what is tested is the tensors a sync would hand it."""
+"""GRPO's colocated vLLM (`train.colocate`). The weight sync of a LoRA: 200 syncs with small adapter updates
+between, read through TRL's own sync entry (`VLLMGeneration._iter_named_params`, what `sync_weights` loads into
+vLLM), once as TRL 1.16 does it (merge into the bf16 base in place, read, unmerge) and once with ours installed. No
+vLLM engine is started: what is tested is the tensors a sync would hand it. vLLM's memory share against the step's
+episodes: the recipes parsed as `terminus grpo` parses them, the models as they load."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def replay(exact: bool):
     model = lora_model()
     generation = trl_generation(model)
     if exact:
-        from terminus.train.sync import install_exact_sync
+        from terminus.train.colocate import install_exact_sync
 
         install_exact_sync(generation)
     layers = lora_layers(model)
@@ -106,7 +107,7 @@ def test_refuses_what_it_cannot_merge_exactly() -> None:
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from terminus.train import TrainingInputError
-    from terminus.train.sync import install_exact_sync
+    from terminus.train.colocate import install_exact_sync
 
     config = Qwen3Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                          num_attention_heads=2, num_key_value_heads=1, head_dim=16)  # fmt: skip
@@ -117,3 +118,66 @@ def test_refuses_what_it_cannot_merge_exactly() -> None:
     install_exact_sync(generation)
     with pytest.raises(TrainingInputError, match="DoRA"):
         list(generation._iter_named_params())
+
+
+def recipe_args(recipe: str, *extra: str):
+    from terminus.train.grpo import parse
+
+    return parse(["--config", f"configs/grpo/{recipe}.yaml", "--use_cpu", "true", "--bf16", "false", *extra])[1]
+
+
+def test_kv_plan_of_the_tiny_recipe_warns_and_refuses(tiny_model, caplog, monkeypatch) -> None:
+    """The tiny recipe with vLLM colocated, its model as it loads (float32): a GPU that holds the step's episodes at
+    their full context passes quietly, one that holds fewer warns, one that holds none refuses."""
+    import logging
+
+    from transformers import AutoModelForCausalLM
+
+    from terminus.config import ROOT
+    from terminus.train import TrainingInputError
+    from terminus.train.colocate import VLLM_OVERHEAD_BYTES, check_kv_plan, kv_plan
+
+    monkeypatch.chdir(ROOT)
+    args = recipe_args("tiny", "--use_vllm", "true", "--vllm_max_model_length", "4096")
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+    config = model.config
+    per_token = 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * 4
+    weights = sum(p.numel() for p in model.parameters()) * 4
+    step = args.per_device_train_batch_size * args.gradient_accumulation_steps  # TRL's generation batch
+    assert step == 4
+
+    def plan(tokens: int):
+        share = args.vllm_gpu_memory_utilization
+        return kv_plan(args, model, int((weights + VLLM_OVERHEAD_BYTES + tokens * per_token) / share) + 1)
+
+    whole = plan(step * 4096)
+    assert (whole.per_token, whole.episodes, whole.context) == (per_token, step, 4096)
+    assert whole.full_episodes == step
+    with caplog.at_level(logging.INFO, logger="terminus.train.colocate"):
+        check_kv_plan(whole)
+        check_kv_plan(plan(2 * 4096 + 100))
+    assert [r.levelname for r in caplog.records] == ["INFO", "WARNING"]
+    assert "2 of the step's 4 episodes at their full 4,096 tokens" in caplog.records[1].getMessage()
+    with pytest.raises(TrainingInputError, match="not one episode fits"):
+        check_kv_plan(plan(4000))
+
+
+def test_kv_plan_of_the_paper_recipe_is_its_comment(monkeypatch) -> None:
+    """configs/grpo/qwen3-4b.yaml's arithmetic for its share, on Qwen3-4B's shapes (no weights: the meta device)."""
+    from transformers import Qwen3ForCausalLM
+
+    from terminus.config import ROOT
+    from terminus.train.arch import load_spec, qwen3_config
+    from terminus.train.colocate import kv_plan
+
+    monkeypatch.chdir(ROOT)
+    args = recipe_args("qwen3-4b")
+    spec = load_spec()
+    with torch.device("meta"):
+        model = Qwen3ForCausalLM(qwen3_config(spec)).to(torch.bfloat16)
+    h100 = kv_plan(args, model, 81_559 * 2**20)
+    assert h100.weight_bytes == 2 * spec["parameters"]
+    assert (h100.per_token, h100.episodes, h100.context) == (147_456, 32, 40_960)
+    assert (h100.cache_tokens, h100.full_episodes, h100.tokens_each) == (133_869, 3, 4_183)
+    h200 = kv_plan(args, model, 143_771 * 2**20)
+    assert (h200.cache_tokens, h200.full_episodes, h200.tokens_each) == (288_708, 7, 9_022)
