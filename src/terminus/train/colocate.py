@@ -5,7 +5,7 @@
 TRL 1.16 syncs a PEFT model by merging the adapter into the base weights in place (`merge_adapter`), reading them,
 and unmerging (`unmerge_adapter`). In bf16 each round trip rounds twice, `(W + d) - d != W`, so the frozen base
 walks away from the model it started as, and what vLLM samples from after many syncs (a sync a step) carries only
-part of what the adapter learned: replayed on CPU at lr 1e-6 on one 2560x9728 weight, ~11% after 100 syncs.
+part of what the adapter learned (issue 43: at lr 1e-6 on one 2560x9728 weight, ~11% after 100 syncs).
 `merged_weights` computes what vLLM gets as `W + scaling * B @ A` in fp32, cast once to the base dtype, into a new
 tensor: the trainer's base weights are never written (tests/train/test_colocate.py replays 200 syncs both ways).
 """
