@@ -4,12 +4,12 @@ is a real subagent episode in a sandbox.
 The rollout (TRL's `rollout_func`) runs the batch's episodes in lockstep (`terminus.collect.lockstep`): our own
 loop, prompts and limits (`ExecutionSubagent`, exactly as at inference), the commands of all episodes concurrently in
 their own sandboxes, and at every turn one batched generation for all live episodes, by TRL's vLLM engine when the
-recipe sets `use_vllm` (weights synced by TRL) and by batched transformers generation otherwise. The task's query
-is forwarded as is, isolated from any main agent. Each episode is kept as the token sequence it was generated as
-(`models.generate.EpisodeTokens`): the prompt is the system and user turns, the completion everything after, ending
-on the last sampled `<|im_end|>` of a finished episode (so TRL counts it terminated; a cut one stays truncated), and
-`env_mask` marks the token ids the model sampled, exactly as sampled, so that tool output and injected messages
-carry no loss. The reward is the judge's Scorer.
+recipe sets `use_vllm` (weights synced by TRL, a LoRA merged out of place: `colocate`) and by batched transformers
+generation otherwise. The task's query is forwarded as is, isolated from any main agent. Each episode is kept as
+the token sequence it was generated as (`models.generate.EpisodeTokens`): the prompt is the system and user turns,
+the completion everything after, ending on the last sampled `<|im_end|>` of a finished episode (so TRL counts it
+terminated; a cut one stays truncated), and `env_mask` marks the token ids the model sampled, exactly as sampled, so
+that tool output and injected messages carry no loss. The reward is the judge's Scorer.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from terminus.settings import MAX_NEW_TOKENS
 from terminus.tasks.record import load_tasks
 from terminus.train import TrainingInputError, infra
 from terminus.train.before_after import Measure
+from terminus.train.colocate import check_kv_plan, install_exact_sync, kv_plan
 from terminus.train.rollout import make_rollout
 from terminus.train.run import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
 
@@ -114,11 +115,17 @@ def ratio_spread(ratio, mask, mode: str, clip_min: float | None, clip_max: float
 
 
 def grpo_trainer_class():
-    """TRL's GRPOTrainer, plus the spread of the importance-sampling ratio in the metrics."""
+    """TRL's GRPOTrainer, plus the spread of the importance-sampling ratio in the metrics and an exact weight sync
+    of a LoRA to vLLM (`train.colocate`)."""
     from trl import GRPOTrainer
 
     class TerminusGRPOTrainer(GRPOTrainer):
         guard: infra.InfraGuard | None = None
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if self.use_vllm:  # a LoRA reaches vLLM merged out of place, the base never written (`train.colocate`)
+                install_exact_sync(self.vllm_generation)
 
         # TRL private: no public hook sees the scored batch before the loss (callbacks get no batch, rollout_func
         # and reward functions run before the advantages and masks exist), and infra-failed episodes leave it here
@@ -222,6 +229,9 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # the template SFT trained with
     dtype = model_args.dtype if model_args.dtype in (None, "auto") else getattr(torch, model_args.dtype)
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype)
+    if training_args.use_vllm and training_args.vllm_mode == "colocate" and torch.cuda.is_available():
+        # vLLM's share against the step's episodes, said (or refused) before vLLM spends minutes loading
+        check_kv_plan(kv_plan(training_args, model, torch.cuda.get_device_properties(0).total_memory))
     # infra-failed episodes out of the loss, counted, and the run stopped past the recipe's thresholds (train.infra)
     guard = infra.InfraGuard(training_args.num_generations, thresholds(script_args), script_args.failure_window)
     skips = infra.TaskSkips(training_args.output_dir)
