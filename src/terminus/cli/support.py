@@ -29,6 +29,17 @@ SET_HELP = (
 )
 
 
+def pull_option():
+    """`--pull` of every command that offers `--sandbox`: when docker pulls an image, over the config's
+    `sandbox_pull` (`terminus.sandbox.pull`)."""
+    return typer.Option(
+        None,
+        help="When docker pulls an image: missing (when absent, on first use), always, never. Default: the config's "
+        "sandbox_pull (missing).",
+        show_default=False,
+    )
+
+
 def set_option():
     """`-c/--set KEY=VALUE` of every command that takes --config: merged into the config inside `load_run`."""
     return typer.Option([], "-c", "--set", help=SET_HELP, show_default=False)

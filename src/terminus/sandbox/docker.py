@@ -24,6 +24,7 @@ from terminus.sandbox.binds import parse_binds
 from terminus.sandbox.errors import SandboxError
 from terminus.sandbox.output import OutputCollector
 from terminus.sandbox.protocol import CommandResult, Limits
+from terminus.sandbox.pull import Pull, ensure_image, one_line
 from terminus.sandbox.setid import clear_setid
 from terminus.sandbox.workspace import INSIDE_CONTROL, INSIDE_STATE, SandboxBase, Workspace
 
@@ -79,6 +80,7 @@ class DockerSandbox(SandboxBase):
         cpus: float = 2.0,
         copy: str = "git",
         max_copy_bytes: int | None = None,
+        pull: Pull | str = Pull.MISSING,
     ) -> None:
         try:
             import docker
@@ -100,12 +102,8 @@ class DockerSandbox(SandboxBase):
             raise SandboxError(
                 f"cannot reach the Docker engine at {base_url or 'DOCKER_HOST/default socket'}: {err}"
             ) from err
-        try:
-            self.client.images.get(image)
-        except Exception as err:
-            raise SandboxError(
-                f"docker image {image!r} is not present locally (build it; no registry is used)"
-            ) from err
+        # Pulled here, on first use, as the spec's `pull` asks (`sandbox.pull`); the host image is built, never pulled.
+        ensure_image(self.client, image, pull, engine=base_url or "", local_only=image == HOST_IMAGE)
         self.ws = Workspace(source, copy=copy, max_copy_bytes=max_copy_bytes)
         self.workspace = self.ws.repo
         # The wrapper's own kill ends a command's stream at once when daemons hold its output; what the command
@@ -121,33 +119,41 @@ class DockerSandbox(SandboxBase):
         ]
         env = {"HOME": HOME, "TMPDIR": "/tmp", "TERM": "dumb", "PAGER": "cat", "CI": "true"}
         env |= {"TERMINUS_WORKSPACE": WORKSPACE, "DEBIAN_FRONTEND": "noninteractive", **self.limits.extra_env}
-        self.container = self.client.containers.create(
-            image,
-            # An init of our own (INIT). The entrypoint is ours too: images whose ENTRYPOINT is already bash
-            # (SWE-Bench Pro's) would otherwise run `bash /bin/bash -c ...` and exit at once.
-            entrypoint=["/bin/bash"],
-            command=["-c", INIT],
-            detach=True,
-            network_mode="bridge" if network else "none",
-            mem_limit=f"{memory_mb}m",
-            memswap_limit=f"{memory_mb}m",
-            pids_limit=self.limits.processes or -1,
-            nano_cpus=int(cpus * 1e9),
-            volumes=volumes,
-            working_dir=WORKSPACE,
-            environment=env,
-            labels={"terminus.sandbox": "1"},
-            # Root in the container writes into host folders (the binds): no device nodes there, no setuid gains.
-            cap_drop=["MKNOD", "NET_RAW", "SYS_CHROOT", "SETFCAP", "AUDIT_WRITE"],
-            security_opt=["no-new-privileges"],
-        )
-        self.container.start()
+        self.container = None
+        try:
+            self.container = self.client.containers.create(
+                image,
+                # An init of our own (INIT). The entrypoint is ours too: images whose ENTRYPOINT is already bash
+                # (SWE-Bench Pro's) would otherwise run `bash /bin/bash -c ...` and exit at once.
+                entrypoint=["/bin/bash"],
+                command=["-c", INIT],
+                detach=True,
+                network_mode="bridge" if network else "none",
+                mem_limit=f"{memory_mb}m",
+                memswap_limit=f"{memory_mb}m",
+                pids_limit=self.limits.processes or -1,
+                nano_cpus=int(cpus * 1e9),
+                volumes=volumes,
+                working_dir=WORKSPACE,
+                environment=env,
+                labels={"terminus.sandbox": "1"},
+                # Root in the container writes into host folders (the binds): no device nodes there, no setuid gains.
+                cap_drop=["MKNOD", "NET_RAW", "SYS_CHROOT", "SETFCAP", "AUDIT_WRITE"],
+                security_opt=["no-new-privileges"],
+            )
+            self.container.start()
+        except Exception as err:  # the engine refused (an image it cannot run, a bind it cannot make): no sandbox
+            self._closed = False
+            self.close()
+            raise SandboxError(f"docker could not start a container of {image!r}: {one_line(err)}") from err
         self._closed = False
 
     @classmethod
     def from_spec(cls, spec, source, limits, network, **sizes):
         binds = list(spec.binds)
-        return cls(source, limits, network, image=spec.image, binds=binds, base_url=spec.docker_url, **sizes)
+        return cls(
+            source, limits, network, image=spec.image, binds=binds, base_url=spec.docker_url, pull=spec.pull, **sizes
+        )
 
     def _ensure_running(self) -> None:
         self.container.reload()
@@ -267,5 +273,7 @@ class DockerSandbox(SandboxBase):
             self.container.wait(timeout=30)
 
     def _release(self) -> None:
+        if self.container is None:  # it was never created
+            return
         with contextlib.suppress(Exception):
             self.container.remove(force=True)

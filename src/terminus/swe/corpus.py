@@ -33,7 +33,7 @@ from terminus.swe.history import hide_history
 from terminus.swe.parsers import PASSING
 from terminus.swe.patchcheck import files_after, patch_problem
 from terminus.swe.record import GradeError, RepairInstance, file_stem
-from terminus.swe.validate import validate_instances
+from terminus.swe.validate import check_environment_drops, validate_instances
 from terminus.tasks.queries import OPENINGS, RESTRICTIONS, TEMPLATES
 from terminus.tasks.record import Task, write_tasks
 from terminus.tasks.splits import SHORT, assign_splits, corpus_stats
@@ -277,6 +277,8 @@ def build_swe_corpus(swe_cfg: dict, out: Path, spec: SandboxSpec, seed: int = 0)
             progress=out.with_suffix(".validation.progress.jsonl"),
         )
     write_text_atomic(out.with_suffix(".validation.json"), json.dumps(report, indent=1, default=str) + "\n")
+    if swe_cfg["validate"]:  # after the report is written, so that every reason can be read
+        check_environment_drops(report, swe_cfg["max_environment_drop"], out.with_suffix(".validation.json"))
     tasks = [
         t for inst in instances for t in tasks_for(inst, out, report["observed"].get(inst.instance_id), seed, spec)
     ]
