@@ -24,7 +24,7 @@ from terminus.sandbox.binds import parse_binds
 from terminus.sandbox.errors import SandboxError
 from terminus.sandbox.output import OutputCollector
 from terminus.sandbox.protocol import CommandResult, Limits
-from terminus.sandbox.pull import Pull, ensure_image, one_line
+from terminus.sandbox.pull import Pull, docker_client, ensure_image, one_line
 from terminus.sandbox.setid import clear_setid
 from terminus.sandbox.workspace import INSIDE_CONTROL, INSIDE_STATE, SandboxBase, Workspace
 
@@ -82,10 +82,6 @@ class DockerSandbox(SandboxBase):
         max_copy_bytes: int | None = None,
         pull: Pull | str = Pull.MISSING,
     ) -> None:
-        try:
-            import docker
-        except ImportError as err:  # pragma: no cover - docker is a dependency
-            raise SandboxError("the docker Python package is missing: pip install docker") from err
         self.limits = limits or Limits()
         image = image or default_image("docker")
         binds = list(binds or [])
@@ -95,13 +91,7 @@ class DockerSandbox(SandboxBase):
         # entry this host lacks (no /etc/alternatives) is left out rather than refused.
         binds = [b for b in binds if b not in HOST_BINDS or Path(b.partition(":")[0]).exists()]
         self.binds = parse_binds(binds)
-        try:
-            self.client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
-            self.client.ping()
-        except Exception as err:
-            raise SandboxError(
-                f"cannot reach the Docker engine at {base_url or 'DOCKER_HOST/default socket'}: {err}"
-            ) from err
+        self.client = docker_client(base_url)
         # Pulled here, on first use, as the spec's `pull` asks (`sandbox.pull`); the host image is built, never pulled.
         ensure_image(self.client, image, pull, engine=base_url or "", local_only=image == HOST_IMAGE)
         self.ws = Workspace(source, copy=copy, max_copy_bytes=max_copy_bytes)

@@ -44,6 +44,22 @@ _locks_guard = threading.Lock()
 _pulled: set[tuple[str, str]] = set()  # (engine, image) pulled by this process: `always` pulls each once
 
 
+def docker_client(base_url: str | None):
+    """A client of the engine at `base_url` (None: DOCKER_HOST or the default socket) that answered a ping."""
+    try:
+        import docker
+    except ImportError as err:  # pragma: no cover - docker is a dependency
+        raise SandboxError("the docker Python package is missing: pip install docker") from err
+    try:
+        client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
+        client.ping()
+    except Exception as err:
+        raise SandboxError(
+            f"cannot reach the Docker engine at {base_url or 'DOCKER_HOST/default socket'}: {err}"
+        ) from err
+    return client
+
+
 def pull_mode(value: str | Pull | None) -> Pull:
     """The mode called `value` (None: `missing`); SandboxError naming the choices for any other."""
     try:
@@ -142,3 +158,25 @@ def _stream(lines, image: str) -> None:
 def one_line(err: BaseException | None) -> str:
     text = " ".join(str(err).split()) if err is not None else "no error recorded"
     return text[:300]
+
+
+def pull_images(images: list[str], docker_url: str | None = None, mode: Pull | str = Pull.MISSING) -> dict:
+    """Pre-pull `images` on this node's engine (`terminus swe pull`), each once, one after another (the engine
+    already fetches a pull's layers in parallel); a failed image does not stop the others. Returns a report:
+    {"present": [...], "pulled": [...], "failed": {image: error}}. `mode`: missing pulls the absent ones, always
+    every one; never only reports what is absent."""
+    mode = pull_mode(mode)
+    client = docker_client(docker_url)
+    report: dict = {"present": [], "pulled": [], "failed": {}}
+    try:
+        for image in dict.fromkeys(images):
+            was_present = _local(client, image) is not None
+            try:
+                ensure_image(client, image, mode, engine=docker_url or "")
+            except SandboxError as err:
+                report["failed"][image] = str(err)
+                continue
+            report["present" if was_present and mode is not Pull.ALWAYS else "pulled"].append(image)
+    finally:
+        client.close()
+    return report
