@@ -22,6 +22,7 @@ from terminus.cli.support import (
     write_resolved,
 )
 from terminus.collect.collect import collect
+from terminus.collect.runner import start_failed
 from terminus.collect.validate import validate_tasks
 from terminus.errors import TerminusError
 from terminus.models import shared_policy
@@ -153,8 +154,12 @@ def collect_command(
     except OSError as err:  # the system refused a file or model folder: its message names it
         raise TerminusError(str(err)) from err
     typer.echo(outcome_line(records, out, "trajectories"))
-    if any(r["termination"] == "crash" for r in records):
-        raise typer.Exit(1)  # the file is written; a rerun retries the crashed episodes
+    # The file is written; a rerun retries the crashed episodes. An episode whose task did not start (its image,
+    # its setup) is the task's, not the teacher's: counted above and left out of the SFT data (it has no answer),
+    # and it fails the stage only when no episode started at all.
+    crashed = [r for r in records if r["termination"] == "crash"]
+    if crashed and (len(crashed) == len(records) or not all(start_failed(r) for r in crashed)):
+        raise typer.Exit(1)
 
 
 @app.command("sft-data")
