@@ -7,7 +7,8 @@ image is missing would be an environment drop. Why retries: a registry under loa
 connections, and one such answer must not cost an episode.
 
 - `missing` (the default): pulled when absent locally, once per process however many episodes start at once.
-- `always`: pulled once per process, on its first use, even when present (a moving tag such as `latest`).
+- `always`: pulled once per process, on its first use, even when present (a moving tag such as `latest`); when that
+  pull fails the local copy is used, with a warning.
 - `never`: an absent image is an error naming the image and the fix; nothing is pulled (air-gapped nodes).
 """
 
@@ -94,7 +95,14 @@ def ensure_image(client, image: str, mode: Pull | str = Pull.MISSING, *, engine:
             )
         if mode is Pull.NEVER:
             return present
-        pulled = pull_image(client, image)
+        try:
+            pulled = pull_image(client, image)
+        except ImagePullError as err:
+            if present is None:
+                raise ImagePullError(f"docker image {image!r} is not present locally; {err}") from err
+            # `always` with the image here: a registry that is down must not fail episodes that can run
+            log.warning("%s; using the local copy of %s", err, image)
+            pulled = present
         _pulled.add((engine, image))
         return pulled
 
@@ -127,15 +135,16 @@ def pull_image(client, image: str, tries: int = PULL_TRIES):
             found = client.images.get(f"{repository}{'@' if tag.startswith('sha256:') else ':'}{tag}")
         except Exception as err:  # the engine's and the registry's errors alike: each try counts
             last = err
-            log.warning("pulling %s failed (try %d of %d): %s", image, attempt, tries, one_line(err))
+            log.warning("the pull of %s failed (try %d of %d): %s", image, attempt, tries, one_line(err))
             if attempt < tries:
                 time.sleep(PULL_BACKOFF_S * 2 ** (attempt - 1))
             continue
         log.info("pulled docker image %s in %.0f s", image, time.monotonic() - start)
         return found
     raise ImagePullError(
-        f"docker image {image!r} is not present locally and pulling it failed after {tries} tries: "
-        f"{one_line(last)} (check the node's network and registry access, or pre-pull it: `terminus swe pull`)"
+        f"pulling docker image {image!r} failed after {tries} tries: "
+        f"{one_line(last)} (check the node's network and registry access; or pre-pull it, `terminus swe pull`, or "
+        "build or `docker load` it)"
     )
 
 
