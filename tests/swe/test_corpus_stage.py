@@ -7,8 +7,11 @@ import json
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from terminus.cli import app
 from terminus.runspec import load_run
+from terminus.sandbox import pull as pull_module
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.swe.corpus import build_swe_corpus
 from terminus.swe.validate import EnvironmentDropError, check_environment_drops
@@ -78,3 +81,33 @@ def test_environment_drops_up_to_the_allowed_share_pass():
     reasons["i3"] = "environment: SandboxError: no image"
     with pytest.raises(EnvironmentDropError, match=r"3 of 40 SWE instances .* reasons: SandboxError: no image\. "):
         check_environment_drops({"instances": 40, "reasons": reasons}, 0.05, "r.json")
+
+
+@pytest.mark.docker
+def test_swe_pull_pre_pulls_the_selections_images_and_reports_each(swe_data, tmp_path, docker_engine, monkeypatch):
+    root, _ = swe_data
+    monkeypatch.setenv("DOCKER_HOST", docker_engine)
+    monkeypatch.setattr(pull_module, "PULL_BACKOFF_S", 0.0)
+    rows = [json.loads(line) for line in (root / "rebench-v2.jsonl").read_text().splitlines()]
+    image = "127.0.0.1:9/terminus-absent:1"
+    dataset = tmp_path / "rows.jsonl"  # the committed row's image (the host image, built) and one no registry has
+    dataset.write_text("".join(json.dumps(r | {"instance_id": f"{r['instance_id']}-{i}", "image_name": name}) + "\n"
+                               for r in rows for i, name in enumerate([r["image_name"], image])))  # fmt: skip
+    raw = {"run": "t", "tasks": {"swe": {"enabled": True, "dataset": str(dataset)}}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(raw))
+    out = tmp_path / "pulled.json"
+    args = [
+        "swe",
+        "pull",
+        "--benchmark",
+        "swe-rebench-v2",
+        "--config",
+        str(tmp_path / "config.yaml"),
+        "--out",
+        str(out),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code != 0 and "1 present, 0 pulled, 1 failed" in result.output
+    assert f"1 of 2 images of swe-rebench-v2 are not on this node: docker image {image!r} is not" in result.output
+    report = json.loads(out.read_text())
+    assert report["present"] == [rows[0]["image_name"]] and list(report["failed"]) == [image]
