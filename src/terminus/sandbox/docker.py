@@ -152,9 +152,12 @@ class DockerSandbox(SandboxBase):
 
     def run(self, command: str, timeout_s: float) -> CommandResult:
         timeout_s = self._stage(command, timeout_s)
-        self._ensure_running()
         api = self.client.api
-        exec_id = api.exec_create(self.container.id, self.wrapper_argv())["Id"]
+        try:
+            self._ensure_running()
+            exec_id = api.exec_create(self.container.id, self.wrapper_argv())["Id"]
+        except Exception as err:  # the engine or the container is gone: the sandbox failed, not the command
+            raise SandboxError(f"docker could not run the command in its container: {one_line(err)}") from err
         collector = OutputCollector(self.limits.output_head_bytes, self.limits.output_tail_bytes)
         chunks: queue.Queue[bytes | None] = queue.Queue()
 
