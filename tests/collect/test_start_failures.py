@@ -35,6 +35,7 @@ ABSENT = "127.0.0.1:9/terminus-no-such-image:1"
 def corpus(tmp_path, docker_engine, monkeypatch) -> tuple[Path, str, SandboxSpec]:
     """Two synthetic projects' tasks, one of them (the broken one) in an image no registry has; the run's spec."""
     monkeypatch.setattr(pull_module, "PULL_BACKOFF_S", 0.0)
+    monkeypatch.setattr(pull_module, "_failed", {})
     synthetic = {"languages": ["python"], "repos_per_language": 2, "variants": ["pass", "fail"]}
     tasks_file = synthetic_corpus(tmp_path, synthetic, {"train": 1.0, "val": 0.0, "test": 0.0})
     tasks = load_tasks(tasks_file)

@@ -28,6 +28,7 @@ BINDS = tuple(b for b in HOST_BINDS if Path(b.partition(":")[0]).exists())
 def engine(docker_engine, monkeypatch):
     monkeypatch.setattr(pull_module, "PULL_BACKOFF_S", 0.0)  # the tries, not the waits between them
     monkeypatch.setattr(pull_module, "_pulled", set())
+    monkeypatch.setattr(pull_module, "_failed", {})
     client = docker.DockerClient(base_url=docker_engine)
     yield docker_engine, client
     client.close()
@@ -64,6 +65,10 @@ def test_a_missing_image_is_pulled_on_first_use_and_its_failure_says_so(engine, 
     assert len(failures) == 3
     # no container was left by the sandbox that did not start
     assert not client.containers.list(all=True, filters={"label": "terminus.sandbox"})
+    # the next episode of that image fails at once, with the same reason: one set of tries serves a whole batch
+    with pytest.raises(ImagePullError, match=r"after 3 tries.*\(not tried again yet\)"):
+        make_sandbox(SandboxSpec("docker", image, docker_url=url, pull="missing"), tmp_path)
+    assert len(_pull_lines(caplog)) == 3
 
 
 def test_never_refuses_an_absent_image_without_trying(engine, caplog, tmp_path):

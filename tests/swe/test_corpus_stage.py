@@ -88,6 +88,7 @@ def test_swe_pull_pre_pulls_the_selections_images_and_reports_each(swe_data, tmp
     root, _ = swe_data
     monkeypatch.setenv("DOCKER_HOST", docker_engine)
     monkeypatch.setattr(pull_module, "PULL_BACKOFF_S", 0.0)
+    monkeypatch.setattr(pull_module, "_failed", {})
     rows = [json.loads(line) for line in (root / "rebench-v2.jsonl").read_text().splitlines()]
     image = "127.0.0.1:9/terminus-absent:1"
     dataset = tmp_path / "rows.jsonl"  # the committed row's image (the host image, built) and one no registry has

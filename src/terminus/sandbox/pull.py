@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 PULL_TRIES = 3  # attempts in all, per image
 PULL_BACKOFF_S = 10.0  # wait before the second try; doubled before each further one
+RETRY_AFTER_S = 600.0  # a failed pull is not tried again for this long: the episodes that wait on it fail at once
 PROGRESS_EVERY_S = 15.0  # at most one progress line per image this often (a pull's stream has one line per chunk)
 
 
@@ -43,6 +44,7 @@ class ImagePullError(SandboxError):
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 _pulled: set[tuple[str, str]] = set()  # (engine, image) pulled by this process: `always` pulls each once
+_failed: dict[tuple[str, str], tuple[float, str]] = {}  # (engine, image) -> when its pull last failed, and why
 
 
 def docker_client(base_url: str | None):
@@ -95,9 +97,14 @@ def ensure_image(client, image: str, mode: Pull | str = Pull.MISSING, *, engine:
             )
         if mode is Pull.NEVER:
             return present
+        failed_at, why = _failed.get((engine, image), (None, ""))
+        if present is None and failed_at is not None and time.monotonic() - failed_at < RETRY_AFTER_S:
+            # A batch of episodes of one task waits here in turn: one set of tries is enough for all of them.
+            raise ImagePullError(f"docker image {image!r} is not present locally; {why} (not tried again yet)")
         try:
             pulled = pull_image(client, image)
         except ImagePullError as err:
+            _failed[(engine, image)] = (time.monotonic(), str(err))
             if present is None:
                 raise ImagePullError(f"docker image {image!r} is not present locally; {err}") from err
             # `always` with the image here: a registry that is down must not fail episodes that can run
