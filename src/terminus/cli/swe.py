@@ -280,7 +280,9 @@ def pull_command(
     ),
     config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config: the datasets and limits."),
     sets: list[str] = set_option(),
-    pull: Pull = typer.Option(Pull.MISSING, help="missing: pull the absent images; always: every one again."),
+    pull: Pull = typer.Option(
+        Pull.MISSING, help="missing: pull the absent images; always: every one again; never: list the absent ones."
+    ),
     docker_url: str = typer.Option(None, help="Docker engine URL (default: DOCKER_HOST or the default socket)."),
     out: Path = typer.Option(None, help="Report JSON: {present, pulled, failed: {image: error}}."),
 ) -> None:
