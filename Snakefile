@@ -24,6 +24,7 @@ include: "workflow/rules/grpo.smk"
 include: "workflow/rules/export.smk"
 include: "workflow/rules/eval.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/images.smk"
 
 
 rule all:

@@ -84,6 +84,15 @@ def swe_corpus() -> bool:
     return bool(config["tasks"].get("swe", {}).get("enabled"))
 
 
+def image_benchmarks() -> list[str]:
+    """The benchmarks whose instances run in their own images: the config's SWE eval benchmarks (a config in
+    configs/benchmarks/) and its tasks.swe selection when the corpus has real-repository tasks."""
+    names = [b for b in config["eval"]["benchmarks"] if Path(f"configs/benchmarks/{b}.yaml").is_file()]
+    if swe_corpus():
+        names.append(config["tasks"]["swe"]["config"])
+    return list(dict.fromkeys(names))
+
+
 def base_model_input() -> list[str]:
     return [f"{RUN}/models/base"] if is_tiny() else []
 

@@ -49,6 +49,9 @@ class GRPOScriptArguments:
     splits: list[str] = field(default_factory=lambda: ["train"], metadata={"help": "Splits to train on."})
     max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={"help": "Tokens per assistant turn."})
     sandbox: str | None = field(default=None, metadata={"help": "Sandbox backend (default: the experiment config's)."})
+    pull: str | None = field(
+        default=None, metadata={"help": "When docker pulls an image: missing, always, never (default: sandbox_pull)."}
+    )
     experiment_config: str = field(
         default="configs/config.yaml", metadata={"help": "For the judge and sandbox settings."}
     )
@@ -206,7 +209,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     task_map = {t.id: t for t in tasks}
     # the run's spec, built once here: the sandbox (--sandbox over the config's backend, the config's image) and the
     # judge go down to every rollout as arguments
-    run = load_run(resolve_model(script_args.experiment_config), sandbox=script_args.sandbox)
+    run = load_run(resolve_model(script_args.experiment_config), sandbox=script_args.sandbox, pull=script_args.pull)
     check_turn_limit(script_args.max_turns, run)
     write_text_atomic(Path(training_args.output_dir) / "config.yaml", run.resolved_yaml())  # what it trained under
     references = {}
