@@ -16,6 +16,7 @@ config.update(fill_defaults(config, "the workflow's config (--configfile and --c
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/config.smk"
 include: "workflow/rules/tasks.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/sft.smk"
@@ -23,6 +24,7 @@ include: "workflow/rules/grpo.smk"
 include: "workflow/rules/export.smk"
 include: "workflow/rules/eval.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/images.smk"
 
 
 rule all:

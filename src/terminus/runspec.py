@@ -90,9 +90,14 @@ def typed(config: dict) -> Config:
 
 
 def load_run(
-    path: Path | str | None = None, sandbox: str | None = None, sets: list[str] | tuple[str, ...] = ()
+    path: Path | str | None = None,
+    sandbox: str | None = None,
+    sets: list[str] | tuple[str, ...] = (),
+    pull: str | None = None,
 ) -> RunSpec:
     """The config at `path`, with `sets` (`--set KEY=VALUE`) merged in before it is validated and filled
-    (`load_config`), and its sandbox (`sandbox`, a --sandbox flag, over the config's backend)."""
+    (`load_config`), and its sandbox (`sandbox`, a --sandbox flag, over the config's backend; `pull`, a --pull
+    flag, over its `sandbox_pull`)."""
     config = load_config(path, sets)
-    return RunSpec(config, SandboxSpec(sandbox or config.get("sandbox"), config.get("sandbox_image")))
+    backend, image = sandbox or config.get("sandbox"), config.get("sandbox_image")
+    return RunSpec(config, SandboxSpec(backend, image, pull=pull or config["sandbox_pull"]))

@@ -3,8 +3,14 @@ summary.csv (direct terminal calls, subagent calls, rerun rate) on known records
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+
 import pytest
 
+from terminus.config import ROOT
 from terminus.eval.case_study import case_study, pick_task
 from terminus.eval.metrics import summarise
 
@@ -65,3 +71,20 @@ def test_reliance_columns_with_intervals_and_paired_differences():
     assert scripted["rerun_rate_lo"] == 0.0 < scripted["rerun_rate"] <= scripted["rerun_rate_hi"]
     assert rows["none"]["rerun_rate"] == ""  # no answers to rerun: no value, and no paired difference anywhere
     assert "rerun_rate_diff" in rows["scripted"] and rows["scripted"]["rerun_rate_diff"] == ""
+
+
+def test_the_case_study_command_takes_its_task_from_the_config(tmp_path, monkeypatch):
+    """The rule passes the config and paths only: `case-study --config` reads eval.case_study_task there (here set
+    with --set), where the rule once passed the value as a flag; without it the largest saving picks."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    records = ROOT / "results/cached/eval/records.jsonl"
+    cli = [sys.executable, "-m", "terminus.cli", "case-study", "--records", str(records)]
+    picked = subprocess.run([*cli, "--out", "picked.json"], capture_output=True, text=True, timeout=120)
+    assert picked.returncode == 0, picked.stderr
+    chosen = "cmake-geometry-fail-tests"
+    assert json.loads((tmp_path / "picked.json").read_text())["task_id"] != chosen
+    named = [*cli, "--out", "named.json", "--config", "configs/config.yaml", "--set", f"eval.case_study_task={chosen}"]
+    done = subprocess.run(named, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "named.json").read_text())["task_id"] == chosen

@@ -6,8 +6,11 @@ from __future__ import annotations
 import doctest
 import json
 import random
+import re
 import shutil
 import string
+import threading
+import time
 
 import pytest
 import yaml
@@ -312,3 +315,54 @@ def test_one_factory_builds_every_stages_scorer_from_the_config(tmp_path, monkey
         assert not scorer.group and scorer.judge is not None
     with scorer_from_config(config, tasks, cache, no_llm=True) as scorer:
         assert scorer.judge is None and scorer.config.format_weight == 0.3
+
+
+class SlowRecordingJudge:
+    """A real policy for the judge that takes its time: each call sleeps, the calls in flight are counted, and each
+    candidate the prompt shows (named by a `g<group>c<candidate>` mark in its answer) is scored by its mark, so
+    that a result that lands in the wrong place shows."""
+
+    name = "slow"
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.active, self.most, self.calls = seconds, 0, 0, 0
+        self.lock = threading.Lock()
+
+    def respond(self, messages, tools):
+        with self.lock:
+            self.calls += 1
+            self.active += 1
+            self.most = max(self.most, self.active)
+        time.sleep(self.seconds)
+        with self.lock:
+            self.active -= 1
+        marks = re.findall(r"\(g(\d)c(\d)\)", messages[-1]["content"])
+        entries = [
+            {"index": j, "dimensions": json.loads(verdict_json(mark_score(int(g), int(c))))["dimensions"]}
+            for j, (g, c) in enumerate(marks)
+        ]
+        return {"content": json.dumps({"candidates": entries[::-1]})}  # out of order: the index places them
+
+
+def mark_score(group: int, candidate: int) -> int:
+    return (group + candidate) % 4 + 1
+
+
+def test_a_steps_groups_are_judged_concurrently_in_order():
+    """A GRPO step's 4 groups of 6 (2 calls each, GROUP_CHUNK 4) are judged at once, not one group after another,
+    and every verdict comes back to its own episode, given interleaved."""
+    groups, size, sleep = 4, 6, 0.3
+    tasks = {f"t{g}": task(id=f"t{g}", repo="r", query=f"Query {g}.", facts=FACTS) for g in range(groups)}
+    episodes = [episode(f"{FULL} (g{g}c{c})", f"t{g}") for c in range(size) for g in range(groups)]
+    policy = SlowRecordingJudge(sleep)
+    judge = LLMJudge(RUBRIC, "m", concurrency=32, policy=policy)
+    start = time.monotonic()
+    verdicts = Scorer(tasks=tasks, judge=judge, group=True).score(episodes)
+    elapsed = time.monotonic() - start
+    assert policy.calls == groups * 2 and policy.most == groups * 2, (policy.calls, policy.most)
+    assert elapsed < 3 * sleep, f"{elapsed:.2f} s: the groups were judged one after another"
+    for ep, verdict in zip(episodes, verdicts, strict=True):
+        g, c = map(int, re.search(r"\(g(\d)c(\d)\)", ep["final_answer"][0]["summary"]).groups())
+        assert verdict["task_id"] == f"t{g}" and verdict["trajectory_id"] == ep["id"]
+        want = {n: d["score"] for n, d in json.loads(verdict_json(mark_score(g, c)))["dimensions"].items()}
+        assert {n: d["score"] for n, d in verdict["dimensions"].items()} == want, (g, c)

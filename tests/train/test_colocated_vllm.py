@@ -39,8 +39,15 @@ if __name__ == "__main__":
 """
 
 
+# With a LoRA, the weights vLLM samples step 2 from are our out-of-place merge (`train.colocate`), loaded by vLLM
+# under the names it knows; a learning rate large enough that a stale or misnamed sync would show in the log-probs.
+LORA = ["--use_peft", "true", "--lora_r", "8", "--lora_alpha", "16", "--lora_dropout", "0", "--learning_rate", "1e-2"]
+LORA += ["--lora_target_modules", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
 @pytest.mark.slow
-def test_colocated_vllm_rollouts_score_the_tokens_they_sampled(tiny_model, tmp_path):
+@pytest.mark.parametrize("extra", [[], LORA], ids=["full", "lora"])
+def test_colocated_vllm_rollouts_score_the_tokens_they_sampled(tiny_model, tmp_path, extra):
     pytest.importorskip("vllm")
     synthetic_corpus(tmp_path, {"languages": ["python"], "repos_per_language": 1, "variants": ["pass", "fail"]})
     script = tmp_path / "colocate.py"
@@ -49,7 +56,7 @@ def test_colocated_vllm_rollouts_score_the_tokens_they_sampled(tiny_model, tmp_p
     argv += ["--tasks_file", str(tmp_path / "tasks.jsonl"), "--output_dir", str(tmp_path / "grpo"), "--max_steps"]
     argv += ["2", "--report_to", "none", "--save_strategy", "no", "--use_vllm", "true", "--vllm_mode", "colocate"]
     argv += ["--vllm_max_model_length", "4096", "--vllm_importance_sampling_mode", "token_truncate"]
-    argv += ["--max_turns", "2", "--max_new_tokens", "32", "--sandbox", "local"]
+    argv += ["--max_turns", "2", "--max_new_tokens", "32", "--sandbox", "local", *extra]
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run([sys.executable, str(script), *argv], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -11,7 +11,8 @@ import pytest
 
 from builders import synthetic_corpus
 from terminus.config import ROOT
-from terminus.tasks.record import load_tasks
+from terminus.sandbox import pull as pull_module
+from terminus.tasks.record import load_tasks, write_tasks
 from terminus.train import grpo as grpo_module
 from terminus.train.infra import InfraFailureError, InfraGuard
 
@@ -99,3 +100,45 @@ def test_a_share_over_its_threshold_for_the_window_stops_the_run():
         guard.finish(metrics, 1)
     assert metrics["rollout/infra_failed_frac"] == [0.125, 0.375]
     assert guard.dropped() == [True] * 3 + [False] * 5
+
+
+@pytest.mark.docker  # about 40 s on 2 cores
+def test_grpo_in_docker_skips_a_task_whose_image_does_not_exist_and_its_resume_keeps_skipping_it(
+    tiny_model, docker_engine, tmp_path, monkeypatch
+):
+    """GRPO in the private docker engine, one of its two tasks in an image no registry has (the pull is tried and
+    fails): the first step's 4 episodes of that task fail to start, alone; the task is then skipped and listed; the
+    run finishes its steps, and a resumed run reads the list back and keeps skipping it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCKER_HOST", docker_engine)  # the run's engine, as on a node
+    monkeypatch.setattr(pull_module, "PULL_BACKOFF_S", 0.0)
+    monkeypatch.setattr(pull_module, "_failed", {})
+    synthetic = {"languages": ["python"], "repos_per_language": 1, "variants": ["pass", "fail"], "verbose_lines": 0}
+    (tmp_path / "corpus").mkdir()
+    splits = {"train": 1.0, "val": 0.0, "test": 0.0}
+    judge = {k: str(ROOT / "configs" / "judge" / f"{k}.yaml") for k in ("rubric", "scorer", "prompts")}  # no chdir
+    tasks_file = synthetic_corpus(
+        tmp_path / "corpus", synthetic, splits, sandbox="docker", sandbox_pull="missing", judge=judge
+    )
+    tasks = load_tasks(tasks_file)
+    other = next(t for t in tasks if t.workspace_path(tasks_file) != tasks[0].workspace_path(tasks_file))
+    tasks = [tasks[0], other]
+    tasks[1].image = "127.0.0.1:9/terminus-no-such-image:1"
+    write_tasks(tasks_file, tasks)
+    broken = tasks[1].id
+
+    out = tmp_path / "grpo"
+    argv = _recipe_argv(
+        "grpo", tiny_model, out, tasks_file=tasks_file, experiment_config=tasks_file.parent / "config.yaml"
+    )
+    argv += ["--per_device_train_batch_size", "8", "--max_turns", "2", "--max_new_tokens", "24"]
+    argv += ["--max_completion_length", "512", "--logging_steps", "1", "--save_strategy", "steps", "--save_steps", "1"]
+    grpo_module.main(*grpo_module.parse([*argv, "--max_steps", "2"]))
+    listed = json.loads((out / "skipped_tasks.json").read_text())["skipped"]
+    assert list(listed) == [broken] and "127.0.0.1:9/terminus-no-such-image:1" in listed[broken]
+
+    grpo_module.main(*grpo_module.parse([*argv, "--max_steps", "3"]))  # resumed from checkpoint-2
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    shares = [(r["rollout/infra_failed_frac"], r["rollout/skipped_frac"]) for r in rows if "rollout/skipped_frac" in r]
+    # step 1: the broken task's 4 episodes did not start; steps 2 and 3 (the resumed run's): skipped, never tried
+    assert shares == [(0.5, 0.0), (0.0, 0.5), (0.0, 0.5)]

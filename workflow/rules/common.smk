@@ -6,24 +6,22 @@ from pathlib import Path
 import yaml
 
 from terminus.eval.cells import cell_names, cell_needs_gpu, cell_subagent
+from terminus.io import write_text_atomic
 
 RUN = f"results/{config['run']}"
 
 
-def merged_configfile() -> str:
-    """The config file the CLI stages read: the workflow's config (the --configfile, the --config overrides such as
-    `--config seed=1 run=learning-1`, the schema's defaults) written to results/<run>/config.yaml, rewritten only
-    when it changes, so that the stages see what the rules see. The CLI validates it the same way."""
-    path = Path(RUN) / "config.yaml"
+CONFIG_FILE = f"{RUN}/config.yaml"  # what every stage reads (`--config`): rule resolved_config writes it
+
+
+def merged_config_text() -> str:
+    """The workflow's config (the --configfile, the --config overrides such as `--config seed=1 run=learning-1`, the
+    schema's defaults) as the config file the CLI stages read, so that the stages see what the rules see. The CLI
+    validates it the same way."""
     merged = yaml.safe_dump(json.loads(json.dumps(config)), sort_keys=False)
-    text = f"# the workflow's config (--configfile and --config merged), as the stages read it\n{merged}"
-    if not path.is_file() or path.read_text() != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return str(path)
+    return f"# the workflow's config (--configfile and --config merged), as the stages read it\n{merged}"
 
 
-CONFIG_FILE = merged_configfile()
 JUDGE_FILES = [config["judge"]["rubric"], config["judge"]["scorer"], config["judge"]["prompts"]]
 LABEL_FILES = sorted(str(p) for p in Path("configs/judge/labels").glob("*.jsonl"))  # people's labels (judge-validity)
 JUDGE_GATE_PAIRS = 20  # pairs the real judge scores before GRPO (rule judge_validity_llm)
@@ -84,6 +82,15 @@ def resubmissions() -> int:
 def swe_corpus() -> bool:
     """The corpus holds real-repository tasks (configs/paper.yaml): the corpus stages validate them in images."""
     return bool(config["tasks"].get("swe", {}).get("enabled"))
+
+
+def image_benchmarks() -> list[str]:
+    """The benchmarks whose instances run in their own images: the config's SWE eval benchmarks (a config in
+    configs/benchmarks/) and its tasks.swe selection when the corpus has real-repository tasks."""
+    names = [b for b in config["eval"]["benchmarks"] if Path(f"configs/benchmarks/{b}.yaml").is_file()]
+    if swe_corpus():
+        names.append(config["tasks"]["swe"]["config"])
+    return list(dict.fromkeys(names))
 
 
 def base_model_input() -> list[str]:
@@ -163,10 +170,4 @@ def tasks_runtime() -> int:
     the last did not (tasks/swe/tasks.validation.progress.jsonl.part) after rebuilding the synthetic and registry
     tasks (under an hour)."""
     return 2880 if swe_corpus() else 60
-
-
-def config_flag(section: str, key: str, flag: str) -> str:
-    """`--flag value` for an optional config value (config[section][key]), or nothing when it is unset."""
-    value = config[section].get(key)
-    return f"{flag} {value}" if value not in (None, "") else ""
 

@@ -61,11 +61,11 @@ rule case_study:
     log:
         f"{RUN}/logs/case_study.log",
     params:
-        task=config_flag("eval", "case_study_task", "--task"),
+        config=CONFIG_FILE,
     conda:
         ENV
     resources:
         mem_mb=2000,
         runtime=5,
     shell:
-        "terminus case-study --records {input} --out {output} {params.task} > {log} 2>&1"
+        "terminus case-study --records {input} --out {output} --config {params.config} > {log} 2>&1"

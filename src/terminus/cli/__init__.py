@@ -13,6 +13,7 @@ from terminus.cli.support import OneLineErrors
 from terminus.errors import TerminusError, set_debug
 from terminus.runspec import RunSpec, load_run
 from terminus.sandbox import Backend, SandboxSpec
+from terminus.sandbox.pull import Pull
 
 # Every command is registered one way: a decorator (`@app.command(...)`, `@tasks_app.command(...)`,
 # `@swe_app.command(...)`) in the module of its group, which this package imports at its end. The command groups
@@ -42,21 +43,25 @@ def _options(
     set_debug(debug)
 
 
-def _run(path: Path | None, sandbox: Backend | None = None, sets: list[str] | None = None) -> RunSpec:
+def _run(
+    path: Path | None, sandbox: Backend | None = None, sets: list[str] | None = None, pull: Pull | None = None
+) -> RunSpec:
     """The run's spec, built once per command and handed down: the config (with the command's `--set KEY=VALUE`
     merged in, validated, every default filled) and its sandbox (`sandbox`, a --sandbox flag, over the config's
-    backend; the config's image)."""
-    return load_run(path, sandbox, tuple(sets or ()))
+    backend; the config's image; `pull`, a --pull flag, over its `sandbox_pull`)."""
+    return load_run(path, sandbox, tuple(sets or ()), pull)
 
 
-def _sandbox(sandbox: Backend | None, config: Path | None, sets: list[str] | None = None) -> SandboxSpec:
+def _sandbox(
+    sandbox: Backend | None, config: Path | None, sets: list[str] | None = None, pull: Pull | None = None
+) -> SandboxSpec:
     """--sandbox when given, over the config's `sandbox` and with its `sandbox_image` (when --config is given); else
     the default backend and image."""
     if config is None:
         if sets:
             raise TerminusError("--set changes a config: give --config too")
-        return SandboxSpec(sandbox)
-    return _run(config, sandbox, sets).sandbox
+        return SandboxSpec(sandbox, pull=pull)
+    return _run(config, sandbox, sets, pull).sandbox
 
 
 # The commands, registered as their modules are imported (in this order, which `terminus --help` lists).

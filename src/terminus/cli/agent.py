@@ -28,6 +28,7 @@ from terminus.cli.support import (
     copy_cap_bytes,
     copy_cap_option,
     endpoint_options,
+    pull_option,
     seconds,
     set_option,
     write_resolved,
@@ -38,6 +39,7 @@ from terminus.models import make_policy
 from terminus.models.openai_compat import api_key_from_env
 from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Backend, SandboxSpec, default_backend, make_sandbox
+from terminus.sandbox.pull import Pull
 from terminus.settings import REQUEST_TIMEOUT, Config, TinyModel, field_default
 from terminus.train.tiny import build_tiny_model, corpus_texts
 
@@ -74,6 +76,7 @@ def run_command(
     command: str = typer.Argument(..., help="Shell command to run in the sandbox."),
     repo: Path = typer.Option(Path("."), help="Repository to copy into the sandbox's workspace."),
     sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
+    pull: Pull = pull_option(),
     timeout: float = typer.Option(60.0, help="Seconds before the command is killed.", callback=seconds()),
     copy: str = typer.Option("git", help=COPY_HELP),
     max_copy_mb: int = copy_cap_option(),
@@ -81,7 +84,8 @@ def run_command(
     """Run one command in a sandbox over a copy of REPO and print what the terminal tool returns."""
     if not command.strip():
         raise TerminusError("the command is empty: give a shell command to run, e.g. terminus run 'pytest -q'")
-    with make_sandbox(SandboxSpec(sandbox), repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
+    spec = SandboxSpec(sandbox, pull=pull)
+    with make_sandbox(spec, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
         typer.echo(shown(observation(box.run(command, timeout))))
 
 
@@ -216,6 +220,7 @@ def exec_subagent(
     request_timeout: float = typer.Option(float(REQUEST_TIMEOUT), help=REQUEST_TIMEOUT_HELP, callback=seconds(0.1)),
     max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
     sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
+    pull: Pull = pull_option(),
     max_turns: int = typer.Option(TURN_LIMIT, min=1, help="Turn limit; the last turn must give the final answer."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole trajectory record (and its cost) as JSON."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the conversation on stderr as it happens."),
@@ -269,7 +274,8 @@ def exec_subagent(
     live = not as_json and not verbose and sys.stderr.isatty() and sys.stdout.isatty()
     progress = Progress(max_turns) if live else None
     listeners = [f for f in (progress and progress.message, verbose and verbose_printer()) if f]
-    with make_sandbox(SandboxSpec(sandbox), repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
+    spec = SandboxSpec(sandbox, pull=pull)
+    with make_sandbox(spec, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
         agent = ExecutionSubagent(
             agent_policy,
             box,

@@ -16,16 +16,19 @@ from terminus.cli.support import (
     TURN_LIMIT,
     endpoint_options,
     outcome_line,
+    pull_option,
     seconds,
     set_option,
     write_resolved,
 )
 from terminus.collect.collect import collect
+from terminus.collect.runner import start_failed
 from terminus.collect.validate import validate_tasks
 from terminus.errors import TerminusError
 from terminus.models import shared_policy
 from terminus.models.openai_compat import api_key_from_env
 from terminus.sandbox import Backend
+from terminus.sandbox.pull import Pull
 from terminus.settings import Collect
 from terminus.swe.corpus import build_swe_corpus
 from terminus.tasks.build import build_corpus
@@ -56,6 +59,7 @@ def tasks_validate(
     out: Path = typer.Option(..., help="Task file of the tasks whose ground truth the expert reproduces."),
     report: Path = typer.Option(None, help="Report JSON (default: <out>.validation.json)."),
     sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
+    pull: Pull = pull_option(),
     concurrency: int = typer.Option(EPISODES_AT_ONCE, min=1, help="Episodes at once."),
     config: Path = typer.Option(
         None, help="Experiment config: its `sandbox` and `sandbox_image` (unless --sandbox), `collect.max_turns`."
@@ -68,9 +72,9 @@ def tasks_validate(
 
     report = report or out.with_suffix(".validation.json")
     if config is None:
-        spec, max_turns = _sandbox(sandbox, None, sets), TURN_LIMIT
+        spec, max_turns = _sandbox(sandbox, None, sets, pull), TURN_LIMIT
     else:
-        run = _run(config, sandbox, sets)
+        run = _run(config, sandbox, sets, pull)
         spec, max_turns = run.sandbox, run.cfg.collect.max_turns  # the teacher's turn limit
         write_resolved(run, out)
     result = validate_tasks(
@@ -100,6 +104,7 @@ def collect_command(
     splits: str = typer.Option(None, help="Comma-separated splits to run. Default: config's collect.splits."),
     samples: int = typer.Option(1, min=1, help="Episodes per task."),
     sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
+    pull: Pull = pull_option(),
     concurrency: int = typer.Option(None, min=1, help="Episodes at once. Default: config's."),
     max_turns: int = typer.Option(None, min=2, help="Turn limit per episode. Default: config's."),
     config: Path = typer.Option(
@@ -118,8 +123,8 @@ def collect_command(
     """Run a teacher over the tasks and write its trajectories."""
 
     # The config's `collect` section (the defaults' one home without one); a flag overrides its key.
-    run = _run(config, sandbox, sets) if config is not None else None
-    spec = run.sandbox if run else _sandbox(sandbox, None, sets)
+    run = _run(config, sandbox, sets, pull) if config is not None else None
+    spec = run.sandbox if run else _sandbox(sandbox, None, sets, pull)
     teach = run.cfg.collect if run else Collect()
     policy, model, base_url = policy or teach.policy, model or teach.model, base_url or teach.base_url
     api_key_env = api_key_env or teach.api_key_env
@@ -150,8 +155,12 @@ def collect_command(
     except OSError as err:  # the system refused a file or model folder: its message names it
         raise TerminusError(str(err)) from err
     typer.echo(outcome_line(records, out, "trajectories"))
-    if any(r["termination"] == "crash" for r in records):
-        raise typer.Exit(1)  # the file is written; a rerun retries the crashed episodes
+    # The file is written; a rerun retries the crashed episodes. An episode whose task did not start (its image,
+    # its setup) is the task's, not the teacher's: counted above and left out of the SFT data (it has no answer),
+    # and it fails the stage only when no episode started at all.
+    crashed = [r for r in records if r["termination"] == "crash"]
+    if crashed and (len(crashed) == len(records) or not all(start_failed(r) for r in crashed)):
+        raise typer.Exit(1)
 
 
 @app.command("sft-data")

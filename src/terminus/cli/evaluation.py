@@ -11,6 +11,7 @@ from terminus.agent import trajectory
 from terminus.cli import _run, app, support
 from terminus.collect.provenance import file_sha256
 from terminus.config import stamp
+from terminus.errors import TerminusError
 from terminus.eval import record as eval_record
 from terminus.eval.case_study import case_study
 from terminus.eval.grid import check_models, merge_cells, run_cell, run_grid
@@ -89,11 +90,18 @@ def _eval_summary(cfg: dict, out: Path) -> None:
 def case_study_command(
     records: Path = typer.Option(..., help="results/<run>/eval/records.jsonl"),
     out: Path = typer.Option(..., help="case_study.json to write."),
-    task: str = typer.Option(None, help="Task id (default: the largest saving at equal outcome)."),
+    task: str = typer.Option(
+        None, help="Task id (default: the config's eval.case_study_task, else the largest saving at equal outcome)."
+    ),
     subagent: str = typer.Option("scripted", help="Which subagent's episode to set against No-Subagent."),
+    config: Path = typer.Option(None, help="Experiment config (its eval.case_study_task); none: the saving picks."),
+    sets: list[str] = support.set_option(),
 ) -> None:
     """Serilog-style side by side: main-agent tokens, turns, terminal calls; the subagent's commands and summary."""
-
+    if config is not None:
+        task = task or _run(config, sets=sets).cfg.eval.case_study_task
+    elif sets:
+        raise TerminusError("--set changes a config: give --config too")
     study = case_study(read_jsonl(records, eval_record.FIELDS, required=eval_record.REQUIRED), task, subagent)
     write_json_atomic(out, study)
     typer.echo(json.dumps({k: v for k, v in study.items() if k != "with_subagent"}, indent=1))

@@ -23,13 +23,14 @@ import typer
 
 from terminus.agent.template import CHAT_KWARGS, CHAT_TEMPLATE
 from terminus.cli import app
-from terminus.cli.support import TURN_LIMIT, copy_cap_bytes, copy_cap_option, seconds
+from terminus.cli.support import TURN_LIMIT, copy_cap_bytes, copy_cap_option, pull_option, seconds
 from terminus.errors import TerminusError
 from terminus.mcp_http import HEADER_TIMEOUT_S
 from terminus.models.serve import free_port, vllm_server
 from terminus.runspec import POLICIES
 from terminus.sandbox import Backend, SandboxSpec
 from terminus.sandbox.copying import check_copy_size, in_git_work_tree
+from terminus.sandbox.pull import Pull
 from terminus.settings import REQUEST_TIMEOUT
 
 EXAMPLE_QUERY = "run the unit tests and tell me what fails and why"
@@ -58,6 +59,7 @@ def mcp_command(
         None, help="Variable holding the endpoint's API key (default: OPENAI_API_KEY, none needed for local servers)."
     ),
     sandbox: Backend = typer.Option(None, help="Sandbox backend (default: bwrap where installed)."),
+    pull: Pull = pull_option(),
     image: str = typer.Option(
         None, help="Image for --sandbox docker (default: the registry-free host image) or apptainer (needed)."
     ),
@@ -102,7 +104,7 @@ def mcp_command(
     if print_config is not None:
         flags = {"--repo": repo and str(repo.expanduser().resolve()), "--policy": policy, "--model": model,
                  "--base-url": base_url, "--api-key-env": api_key_env, "--sandbox": sandbox, "--image": image,
-                 "--max-turns": max_turns if max_turns != TURN_LIMIT else None}  # fmt: skip
+                 "--pull": pull, "--max-turns": max_turns if max_turns != TURN_LIMIT else None}  # fmt: skip
         typer.echo(client_config(print_config, [f for k, v in flags.items() if v for f in (k, str(v))]))
         return
     token = _http_token(http, token_env)
@@ -120,7 +122,7 @@ def mcp_command(
         model=model,
         base_url=base_url,
         api_key_env=api_key_env,
-        sandbox=SandboxSpec(sandbox, image),  # the server's spec, made once: every call's sandbox is of it
+        sandbox=SandboxSpec(sandbox, image, pull=pull),  # the server's spec, made once: every call's sandbox is of it
         max_turns=max_turns,
         request_timeout=request_timeout,
         trajectories=trajectories.expanduser().resolve() if trajectories else None,

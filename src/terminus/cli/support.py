@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup
 
+from terminus.collect.runner import start_failed
 from terminus.errors import TerminusError, debug_enabled
 from terminus.io import write_text_atomic
 from terminus.runspec import RunSpec
@@ -27,6 +28,17 @@ SET_HELP = (
     "KEY=VALUE over the config, before it is validated (repeatable): a dotted key (eval.concurrency=8), the value "
     "read as YAML. An unknown key is an error naming it."
 )
+
+
+def pull_option():
+    """`--pull` of every command that offers `--sandbox`: when docker pulls an image, over the config's
+    `sandbox_pull` (`terminus.sandbox.pull`)."""
+    return typer.Option(
+        None,
+        help="When docker pulls an image: missing (when absent, on first use), always, never. Default: the config's "
+        "sandbox_pull (missing).",
+        show_default=False,
+    )
 
 
 def set_option():
@@ -154,10 +166,14 @@ def override_endpoint_limits(
 
 
 def outcome_line(records: list[dict], out, what: str) -> str:
-    """The counts of the file just written (not of this run alone)."""
+    """The counts of the file just written (not of this run alone); episodes that never started (their sandbox or
+    setup failed: `collect.runner.start_failed`) apart from those that crashed."""
     answered = sum(1 for r in records if r.get("termination") == "final_answer")
-    crashed = [r for r in records if r.get("termination") == "crash"]
+    unstarted = [r for r in records if start_failed(r)]
+    crashed = [r for r in records if r.get("termination") == "crash" and not start_failed(r)]
     line = f"{len(records)} {what} in {out} ({answered} with a final answer"
+    if unstarted:
+        line += f"; {len(unstarted)} did not start, a rerun retries them; first: {unstarted[0].get('error')}"
     if crashed:
         line += f"; {len(crashed)} crashed, rerun to retry them; first: {crashed[0].get('error')}"
     return line + ")"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import swe_app
-from terminus.cli.support import check_output
+from terminus.cli import _run, swe_app
+from terminus.cli.support import check_output, pull_option, set_option
 from terminus.errors import TerminusError
 from terminus.io import (
     read_jsonl,
@@ -21,9 +21,10 @@ from terminus.io import (
     write_text_atomic,
 )
 from terminus.sandbox import Backend, SandboxSpec
+from terminus.sandbox.pull import Pull, pull_images
 from terminus.settings import SweTasks, field_default
 from terminus.swe.benchmarks import benchmark_repos, load_benchmark_config, load_instances
-from terminus.swe.corpus import label_distribution, select_rebench, tasks_for
+from terminus.swe.corpus import label_distribution, select_rebench, selected_instances, tasks_for
 from terminus.swe.families import load_rows
 from terminus.swe.grade import grade_patch
 from terminus.swe.predictions import read_predictions
@@ -90,10 +91,12 @@ def _check_binds(binds: list[str] | None) -> list[str]:
     return list(binds or [])
 
 
-def _spec(sandbox: Backend | None, docker_url: str | None, binds: list[str] | None = None) -> SandboxSpec:
-    """The command's sandbox: the backend, --bind's host paths, docker's engine; each instance brings its image
-    and its row's binds into it (`SandboxSpec.for_task`)."""
-    return SandboxSpec(sandbox, binds=tuple(_check_binds(binds)), docker_url=docker_url)
+def _spec(
+    sandbox: Backend | None, docker_url: str | None, binds: list[str] | None = None, pull: Pull | None = None
+) -> SandboxSpec:
+    """The command's sandbox: the backend, --bind's host paths, docker's engine and when it pulls; each instance
+    brings its image and its row's binds into it (`SandboxSpec.for_task`)."""
+    return SandboxSpec(sandbox, binds=tuple(_check_binds(binds)), docker_url=docker_url, pull=pull)
 
 
 @swe_app.command("grade")
@@ -105,6 +108,7 @@ def grade_command(
         "(or SWE-Bench Pro's JSON list {instance_id, patch, prefix}).",
     ),
     sandbox: Backend = typer.Option(..., help="Sandbox backend."),
+    pull: Pull = pull_option(),
     out: Path = typer.Option(..., help="Report: {instance_id: {resolved, fail_to_pass, pass_to_pass}}."),
     split: str = typer.Option(None, help="Split of a hub dataset (default: the benchmark's, else test)."),
     benchmark: str = typer.Option(None, help="configs/benchmarks/<name>.yaml: images, test commands, parsers."),
@@ -118,7 +122,7 @@ def grade_command(
 ) -> None:
     """Grade predictions: resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passes after the patch."""
 
-    spec = _spec(sandbox, docker_url, bind)
+    spec = _spec(sandbox, docker_url, bind, pull)
     check_output(out, "--out")  # before the grading, which a late error would lose
     if logs:
         check_output(logs, "--logs", "folder")
@@ -165,6 +169,7 @@ def grade_command(
 def validate_command(
     dataset: str = typer.Option(None, help="Rows in a SWE-bench-family schema: a JSONL/JSON/CSV file or a hub id."),
     sandbox: Backend = typer.Option(..., help="Sandbox backend."),
+    pull: Pull = pull_option(),
     out: Path = typer.Option(..., help="The instances that hold (JSON lines of repair instances)."),
     report: Path = typer.Option(None, help="Report JSON (default: <out>.validation.json)."),
     split: str = typer.Option(None, help="Split of a hub dataset."),
@@ -176,7 +181,7 @@ def validate_command(
 ) -> None:
     """Keep the instances whose F2P fail and P2P pass at base + test patch, and all pass with the gold patch."""
 
-    spec = _spec(sandbox, docker_url, bind)
+    spec = _spec(sandbox, docker_url, bind, pull)
     report = report or out.with_suffix(".validation.json")
     check_output(out, "--out")
     check_output(report, "--report")
@@ -208,11 +213,12 @@ def tasks_command(
         None, help="Sandbox backend of a local repository's test setup (default: bwrap where installed, else local)."
     ),
     docker_url: str = typer.Option(None, help="Docker engine URL (with --sandbox docker)."),
+    pull: Pull = pull_option(),
 ) -> None:
     """Corpus tasks (test-execution, error-diagnosis, dependency, build/compile) from repair instances. A local
     repository's test setup (the test patch, or SWE-Bench Pro's `before_repo_set_cmd`) runs in a sandbox."""
 
-    spec = _spec(sandbox, docker_url)
+    spec = _spec(sandbox, docker_url, pull=pull)
     check_output(out, "--out")
     check_output(out.with_suffix(".stats.json"), "--out")
     chosen = _repair_instances(instances) if instances else _instances(dataset, benchmark, split, None)
@@ -265,3 +271,39 @@ def select_command(
         f"{len(chosen)} instances from {len(splits)} repositories ({dict(languages)}); "
         f"splits by repository {dict(Counter(splits.values()))}; wrote {out}"
     )
+
+
+@swe_app.command("pull")
+def pull_command(
+    benchmark: str = typer.Option(
+        ..., help="configs/benchmarks/<name>: the config's tasks.swe selection when it names it, else an eval one."
+    ),
+    config: Path = typer.Option(Path("configs/config.yaml"), help="Experiment config: the datasets and limits."),
+    sets: list[str] = set_option(),
+    pull: Pull = typer.Option(
+        Pull.MISSING, help="missing: pull the absent images; always: every one again; never: list the absent ones."
+    ),
+    docker_url: str = typer.Option(None, help="Docker engine URL (default: DOCKER_HOST or the default socket)."),
+    out: Path = typer.Option(None, help="Report JSON: {present, pulled, failed: {image: error}}."),
+) -> None:
+    """Pre-pull a benchmark's docker images on this node, so that no episode waits for (or drops on) a pull."""
+
+    run = _run(config, sets=sets)
+    if out is not None:
+        check_output(out, "--out")
+    swe = run.config["tasks"]["swe"]
+    if benchmark == swe["config"]:  # the training selection, as the tasks stage selects it
+        instances, _ = selected_instances(swe)
+    else:
+        dataset = run.cfg.eval.swe.datasets.get(benchmark)
+        instances = load_instances(benchmark, dataset=dataset, limit=run.cfg.eval.swe.limit)
+    images = sorted({i.image for i in instances if i.image})
+    typer.echo(f"{benchmark}: {len(images)} images for {len(instances)} instances")
+    report = pull_images(images, docker_url, pull)
+    if out is not None:
+        write_json_atomic(out, report | {"benchmark": benchmark, "images": len(images)})
+    failed = report["failed"]
+    typer.echo(f"{len(report['present'])} present, {len(report['pulled'])} pulled, {len(failed)} failed")
+    if failed:
+        first = "; ".join(_one_line(err, 200) for err in list(failed.values())[:3])
+        raise TerminusError(f"{len(failed)} of {len(images)} images of {benchmark} are not on this node: {first}")

@@ -10,11 +10,12 @@ from pathlib import Path
 import typer
 
 from terminus.cli import _run, app
-from terminus.cli.support import TURN_LIMIT, set_option, write_resolved
+from terminus.cli.support import TURN_LIMIT, pull_option, set_option, write_resolved
 from terminus.config import load_yaml, stamp
 from terminus.errors import TerminusError
 from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Backend
+from terminus.sandbox.pull import Pull
 from terminus.train.evaluate import training_summary
 from terminus.train.export import export
 
@@ -131,6 +132,7 @@ def training_summary_command(
         "model.summary_policy.",
     ),
     sandbox: Backend = typer.Option(None, help="Sandbox backend (default: the config's `sandbox`)."),
+    pull: Pull = pull_option(),
     train_tasks: int = typer.Option(
         None,
         min=0,
@@ -140,7 +142,7 @@ def training_summary_command(
 ) -> None:
     """Base vs SFT vs GRPO on held-out tasks (final-answer rate, fact recall) and GRPO's reward over steps."""
 
-    run = _run(config, sandbox, sets)
+    run = _run(config, sandbox, sets, pull)
     summary = run.cfg.model
     policy = policy or summary.summary_policy
     if policy not in LOCAL_POLICIES:

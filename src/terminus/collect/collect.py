@@ -13,7 +13,11 @@ from terminus.tasks.record import Task, TaskFileError, load_tasks
 
 
 def _episode(task: Task, tasks_file: Path, policy, sandbox: SandboxSpec, max_turns: int, key: str) -> dict:
-    return run_episode(task, tasks_file, policy, sandbox=sandbox, max_turns=max_turns, trajectory_id=key).to_dict()
+    # fail_alone: a task whose sandbox or setup fails ends its own episode (a `start_failed` record), not the stage
+    episode = run_episode(
+        task, tasks_file, policy, sandbox=sandbox, max_turns=max_turns, trajectory_id=key, fail_alone=True
+    )
+    return episode.to_dict()
 
 
 def collect(

@@ -214,11 +214,11 @@ class Scorer:
                 groups: dict[str, list[int]] = defaultdict(list)
                 for i, t in enumerate(trajectories):
                     groups[t.get("task_id")].append(i)
-                for task_id, members in groups.items():
-                    task = self.tasks[task_id]
-                    results = self.judge.score_group(
-                        task.query, self.references.get(task_id), [trajectories[i] for i in members]
-                    )
+                asked = [
+                    (self.tasks[task_id].query, self.references.get(task_id), [trajectories[i] for i in members])
+                    for task_id, members in groups.items()
+                ]  # the groups judged concurrently (a GRPO step's 4 groups at once), each in its members' order
+                for members, results in zip(groups.values(), self.judge.score_groups(asked), strict=True):
                     for i, r in zip(members, results, strict=True):
                         judged[i] = r
             else:

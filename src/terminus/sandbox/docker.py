@@ -24,6 +24,7 @@ from terminus.sandbox.binds import parse_binds
 from terminus.sandbox.errors import SandboxError
 from terminus.sandbox.output import OutputCollector
 from terminus.sandbox.protocol import CommandResult, Limits
+from terminus.sandbox.pull import Pull, docker_client, ensure_image, one_line
 from terminus.sandbox.setid import clear_setid
 from terminus.sandbox.workspace import INSIDE_CONTROL, INSIDE_STATE, SandboxBase, Workspace
 
@@ -79,11 +80,8 @@ class DockerSandbox(SandboxBase):
         cpus: float = 2.0,
         copy: str = "git",
         max_copy_bytes: int | None = None,
+        pull: Pull | str = Pull.MISSING,
     ) -> None:
-        try:
-            import docker
-        except ImportError as err:  # pragma: no cover - docker is a dependency
-            raise SandboxError("the docker Python package is missing: pip install docker") from err
         self.limits = limits or Limits()
         image = image or default_image("docker")
         binds = list(binds or [])
@@ -93,19 +91,9 @@ class DockerSandbox(SandboxBase):
         # entry this host lacks (no /etc/alternatives) is left out rather than refused.
         binds = [b for b in binds if b not in HOST_BINDS or Path(b.partition(":")[0]).exists()]
         self.binds = parse_binds(binds)
-        try:
-            self.client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
-            self.client.ping()
-        except Exception as err:
-            raise SandboxError(
-                f"cannot reach the Docker engine at {base_url or 'DOCKER_HOST/default socket'}: {err}"
-            ) from err
-        try:
-            self.client.images.get(image)
-        except Exception as err:
-            raise SandboxError(
-                f"docker image {image!r} is not present locally (build it; no registry is used)"
-            ) from err
+        self.client = docker_client(base_url)
+        # Pulled here, on first use, as the spec's `pull` asks (`sandbox.pull`); the host image is built, never pulled.
+        ensure_image(self.client, image, pull, engine=base_url or "", local_only=image == HOST_IMAGE)
         self.ws = Workspace(source, copy=copy, max_copy_bytes=max_copy_bytes)
         self.workspace = self.ws.repo
         # The wrapper's own kill ends a command's stream at once when daemons hold its output; what the command
@@ -121,33 +109,41 @@ class DockerSandbox(SandboxBase):
         ]
         env = {"HOME": HOME, "TMPDIR": "/tmp", "TERM": "dumb", "PAGER": "cat", "CI": "true"}
         env |= {"TERMINUS_WORKSPACE": WORKSPACE, "DEBIAN_FRONTEND": "noninteractive", **self.limits.extra_env}
-        self.container = self.client.containers.create(
-            image,
-            # An init of our own (INIT). The entrypoint is ours too: images whose ENTRYPOINT is already bash
-            # (SWE-Bench Pro's) would otherwise run `bash /bin/bash -c ...` and exit at once.
-            entrypoint=["/bin/bash"],
-            command=["-c", INIT],
-            detach=True,
-            network_mode="bridge" if network else "none",
-            mem_limit=f"{memory_mb}m",
-            memswap_limit=f"{memory_mb}m",
-            pids_limit=self.limits.processes or -1,
-            nano_cpus=int(cpus * 1e9),
-            volumes=volumes,
-            working_dir=WORKSPACE,
-            environment=env,
-            labels={"terminus.sandbox": "1"},
-            # Root in the container writes into host folders (the binds): no device nodes there, no setuid gains.
-            cap_drop=["MKNOD", "NET_RAW", "SYS_CHROOT", "SETFCAP", "AUDIT_WRITE"],
-            security_opt=["no-new-privileges"],
-        )
-        self.container.start()
+        self.container = None
+        try:
+            self.container = self.client.containers.create(
+                image,
+                # An init of our own (INIT). The entrypoint is ours too: images whose ENTRYPOINT is already bash
+                # (SWE-Bench Pro's) would otherwise run `bash /bin/bash -c ...` and exit at once.
+                entrypoint=["/bin/bash"],
+                command=["-c", INIT],
+                detach=True,
+                network_mode="bridge" if network else "none",
+                mem_limit=f"{memory_mb}m",
+                memswap_limit=f"{memory_mb}m",
+                pids_limit=self.limits.processes or -1,
+                nano_cpus=int(cpus * 1e9),
+                volumes=volumes,
+                working_dir=WORKSPACE,
+                environment=env,
+                labels={"terminus.sandbox": "1"},
+                # Root in the container writes into host folders (the binds): no device nodes there, no setuid gains.
+                cap_drop=["MKNOD", "NET_RAW", "SYS_CHROOT", "SETFCAP", "AUDIT_WRITE"],
+                security_opt=["no-new-privileges"],
+            )
+            self.container.start()
+        except Exception as err:  # the engine refused (an image it cannot run, a bind it cannot make): no sandbox
+            self._closed = False
+            self.close()
+            raise SandboxError(f"docker could not start a container of {image!r}: {one_line(err)}") from err
         self._closed = False
 
     @classmethod
     def from_spec(cls, spec, source, limits, network, **sizes):
         binds = list(spec.binds)
-        return cls(source, limits, network, image=spec.image, binds=binds, base_url=spec.docker_url, **sizes)
+        return cls(
+            source, limits, network, image=spec.image, binds=binds, base_url=spec.docker_url, pull=spec.pull, **sizes
+        )
 
     def _ensure_running(self) -> None:
         self.container.reload()
@@ -156,9 +152,12 @@ class DockerSandbox(SandboxBase):
 
     def run(self, command: str, timeout_s: float) -> CommandResult:
         timeout_s = self._stage(command, timeout_s)
-        self._ensure_running()
         api = self.client.api
-        exec_id = api.exec_create(self.container.id, self.wrapper_argv())["Id"]
+        try:
+            self._ensure_running()
+            exec_id = api.exec_create(self.container.id, self.wrapper_argv())["Id"]
+        except Exception as err:  # the engine or the container is gone: the sandbox failed, not the command
+            raise SandboxError(f"docker could not run the command in its container: {one_line(err)}") from err
         collector = OutputCollector(self.limits.output_head_bytes, self.limits.output_tail_bytes)
         chunks: queue.Queue[bytes | None] = queue.Queue()
 
@@ -267,5 +266,7 @@ class DockerSandbox(SandboxBase):
             self.container.wait(timeout=30)
 
     def _release(self) -> None:
+        if self.container is None:  # it was never created
+            return
         with contextlib.suppress(Exception):
             self.container.remove(force=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from terminus.sandbox.errors import SandboxError
+from terminus.sandbox.pull import Pull, pull_mode
 
 
 class Backend(StrEnum):
@@ -54,18 +55,21 @@ def apptainer_image(image: str) -> str:
 class SandboxSpec:
     """Where commands run: the backend (None: bwrap where installed, else local), the image of the tasks that
     bring none (docker: None is the registry-free host image; apptainer needs one), extra read-only binds
-    (`PATH` or `HOST:INSIDE[:ro]`), and docker's engine (None: DOCKER_HOST or the default socket)."""
+    (`PATH` or `HOST:INSIDE[:ro]`), docker's engine (None: DOCKER_HOST or the default socket), and when docker pulls
+    an image (`pull`: missing, always, never; `terminus.sandbox.pull`)."""
 
     backend: Backend | None = None
     image: str | None = None
     binds: tuple[str, ...] = ()
     docker_url: str | None = None
+    pull: Pull = Pull.MISSING
 
     def __post_init__(self) -> None:
         # A name from a config or a flag becomes the Backend (an unknown one is refused here, where it is given).
         if self.backend is not None:
             object.__setattr__(self, "backend", backend_named(self.backend))
         object.__setattr__(self, "binds", tuple(self.binds))
+        object.__setattr__(self, "pull", pull_mode(self.pull))  # None (no flag, no config key): missing
 
     @property
     def runs_image(self) -> bool:

@@ -76,6 +76,12 @@ class SweTasks(Section):
     validate_: StrictBool = Field(True, alias="validate", description="Check each instance in its image first.")
     limit: StrictInt | None = Field(None, description="Cap on selected instances (null = all).")
     concurrency: Count(1) = Field(2, description="Instances validated at once.")
+    max_environment_drop: Annotated[Share, Field(le=1)] = Field(
+        0.05,
+        description="Share of the validated instances that may drop for environment reasons (an image absent or "
+        "unpullable, a sandbox that does not start, no test result with the gold patch) before the tasks stage "
+        "fails, naming the count and the first reasons, rather than build a corpus without them.",
+    )
 
 
 class Splits(Section):
@@ -375,6 +381,12 @@ class Config(Section):
         description="Image for docker/apptainer episodes of tasks that bring none (manifest and real-repository tasks "
         "bring their own). null: docker uses the project's registry-free image (docker/sandbox, "
         "terminus-sandbox:host); apptainer needs one (a .sif file or docker://REF).",
+    )
+    sandbox_pull: Literal["missing", "always", "never"] = Field(
+        "missing",
+        description="When docker pulls a task's image: missing (when absent on the node, on first use), always "
+        "(once per process even when present), never (an absent image fails its episode; pre-pull with "
+        "`terminus swe pull`). --pull overrides it.",
     )
     tasks: Tasks
     collect: Collect = Field(default_factory=Collect)

@@ -33,7 +33,7 @@ from terminus.swe.history import hide_history
 from terminus.swe.parsers import PASSING
 from terminus.swe.patchcheck import files_after, patch_problem
 from terminus.swe.record import GradeError, RepairInstance, file_stem
-from terminus.swe.validate import validate_instances
+from terminus.swe.validate import check_environment_drops, validate_instances
 from terminus.tasks.queries import OPENINGS, RESTRICTIONS, TEMPLATES
 from terminus.tasks.record import Task, write_tasks
 from terminus.tasks.splits import SHORT, assign_splits, corpus_stats
@@ -252,21 +252,26 @@ def select_rebench(rows: list[dict], cfg: dict, exclude_repos: set[str]) -> tupl
     return chosen, splits
 
 
+def selected_instances(swe_cfg: dict) -> tuple[list[RepairInstance], int]:
+    """The config's `tasks.swe` selection as repair instances (capped at its `limit`), and how many rows the
+    selection chose before the cap: what the tasks stage validates, and `terminus swe pull` pre-pulls."""
+    cfg = load_benchmark_config(swe_cfg["config"])
+    source = swe_cfg.get("dataset") or cfg["dataset"]
+    rows = load_rows(source, cfg.get("split"))
+    exclude = set(cfg.get("exclude_repos") or []) | benchmark_repos(cfg.get("exclude_benchmarks") or [])
+    selected, _ = select_rebench(rows, cfg, exclude)
+    chosen = selected[: swe_cfg["limit"]] if swe_cfg.get("limit") else selected
+    base_dir = Path(source).resolve().parent if Path(source).is_file() else None
+    return instances_from_rows(chosen, cfg, base_dir), len(selected)
+
+
 def build_swe_corpus(swe_cfg: dict, out: Path, spec: SandboxSpec, seed: int = 0) -> dict:
     """The paper's real-repository corpus in one step: the selection (`swe_cfg["config"]`, e.g. SWE-rebench-V2),
     validated in the instances' images when `swe_cfg["validate"]` (dropped ones counted), then corpus tasks.
     Writes `out` (tasks), `<out>.validation.json` and `<out>.stats.json`; returns the stats."""
 
     out = Path(out)
-    cfg = load_benchmark_config(swe_cfg["config"])
-    source = swe_cfg.get("dataset") or cfg["dataset"]
-    rows = load_rows(source, cfg.get("split"))
-    exclude = set(cfg.get("exclude_repos") or []) | benchmark_repos(cfg.get("exclude_benchmarks") or [])
-    chosen, _ = select_rebench(rows, cfg, exclude)
-    if swe_cfg.get("limit"):
-        chosen = chosen[: swe_cfg["limit"]]
-    base_dir = Path(source).resolve().parent if Path(source).is_file() else None
-    instances = instances_from_rows(chosen, cfg, base_dir)
+    instances, selected = selected_instances(swe_cfg)
     report: dict = {"instances": len(instances), "kept": len(instances), "dropped": 0, "observed": {}}
     if swe_cfg["validate"]:
         # the progress file keeps each instance's outcome through a kill (a job cut off at its time limit)
@@ -277,11 +282,13 @@ def build_swe_corpus(swe_cfg: dict, out: Path, spec: SandboxSpec, seed: int = 0)
             progress=out.with_suffix(".validation.progress.jsonl"),
         )
     write_text_atomic(out.with_suffix(".validation.json"), json.dumps(report, indent=1, default=str) + "\n")
+    if swe_cfg["validate"]:  # after the report is written, so that every reason can be read
+        check_environment_drops(report, swe_cfg["max_environment_drop"], out.with_suffix(".validation.json"))
     tasks = [
         t for inst in instances for t in tasks_for(inst, out, report["observed"].get(inst.instance_id), seed, spec)
     ]
     write_tasks(out, sorted(tasks, key=lambda t: t.id))
     validation = {k: report[k] for k in ("instances", "kept", "dropped")}
-    stats = label_distribution(tasks) | {"selected": len(chosen), "validation": validation}
+    stats = label_distribution(tasks) | {"selected": selected, "validation": validation}
     write_text_atomic(out.with_suffix(".stats.json"), json.dumps(stats, indent=1) + "\n")
     return stats

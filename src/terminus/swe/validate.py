@@ -16,6 +16,7 @@ from pathlib import Path
 
 from terminus.collect import provenance as prov
 from terminus.collect.runner import run_jobs
+from terminus.errors import TerminusError
 from terminus.io import drop_report
 from terminus.sandbox import Limits, SandboxSpec
 from terminus.settings import SWE_TIMEOUT_S
@@ -25,6 +26,26 @@ from terminus.swe.record import GradeResult, RepairInstance
 
 log = logging.getLogger(__name__)
 ENVIRONMENT = "environment:"
+
+
+class EnvironmentDropError(TerminusError, RuntimeError):
+    """Too many instances dropped for their environment (images absent or unpullable, sandboxes that do not start):
+    the node, not the dataset, is at fault, and a corpus built without them would silently be a different one."""
+
+
+def check_environment_drops(report: dict, max_share: float, where: str) -> None:
+    """EnvironmentDropError when more than `max_share` of the validated instances dropped for environment reasons
+    (`report` is `validate_instances`'), naming the count and the first reasons; `where` names the full report."""
+    total = report.get("instances") or 0
+    reasons = [r for r in (report.get("reasons") or {}).values() if r.startswith(ENVIRONMENT)]
+    if not total or len(reasons) <= max_share * total:
+        return
+    first = "; ".join(list(dict.fromkeys(r.removeprefix(ENVIRONMENT).strip()[:200] for r in reasons))[:3])
+    raise EnvironmentDropError(
+        f"{len(reasons)} of {total} SWE instances dropped for environment reasons, over the allowed "
+        f"{max_share:.0%} (tasks.swe.max_environment_drop); first reasons: {first}. Fix the node (pre-pull the "
+        f"images: `terminus swe pull`; check docker) and run the stage again; every reason is in {where}"
+    )
 
 
 def grade_both(

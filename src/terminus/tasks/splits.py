@@ -57,7 +57,7 @@ def corpus_stats(tasks: list[Task]) -> dict:
         "by_type": {
             k: {
                 "ours": by_type.get(k, 0),
-                "ours_share": round(by_type.get(k, 0) / len(tasks), 3),
+                "ours_share": round(by_type.get(k, 0) / max(1, len(tasks)), 3),  # a selection that all dropped: 0
                 "paper": v,
                 "paper_share": round(v / total, 3),
             }

@@ -4,12 +4,12 @@ is a real subagent episode in a sandbox.
 The rollout (TRL's `rollout_func`) runs the batch's episodes in lockstep (`terminus.collect.lockstep`): our own
 loop, prompts and limits (`ExecutionSubagent`, exactly as at inference), the commands of all episodes concurrently in
 their own sandboxes, and at every turn one batched generation for all live episodes, by TRL's vLLM engine when the
-recipe sets `use_vllm` (weights synced by TRL) and by batched transformers generation otherwise. The task's query
-is forwarded as is, isolated from any main agent. Each episode is kept as the token sequence it was generated as
-(`models.generate.EpisodeTokens`): the prompt is the system and user turns, the completion everything after, ending
-on the last sampled `<|im_end|>` of a finished episode (so TRL counts it terminated; a cut one stays truncated), and
-`env_mask` marks the token ids the model sampled, exactly as sampled, so that tool output and injected messages
-carry no loss. The reward is the judge's Scorer.
+recipe sets `use_vllm` (weights synced by TRL, a LoRA merged out of place: `colocate`) and by batched transformers
+generation otherwise. The task's query is forwarded as is, isolated from any main agent. Each episode is kept as
+the token sequence it was generated as (`models.generate.EpisodeTokens`): the prompt is the system and user turns,
+the completion everything after, ending on the last sampled `<|im_end|>` of a finished episode (so TRL counts it
+terminated; a cut one stays truncated), and `env_mask` marks the token ids the model sampled, exactly as sampled, so
+that tool output and injected messages carry no loss. The reward is the judge's Scorer.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from terminus.settings import MAX_NEW_TOKENS
 from terminus.tasks.record import load_tasks
 from terminus.train import TrainingInputError, infra, trim
 from terminus.train.before_after import Measure
+from terminus.train.colocate import check_kv_plan, install_exact_sync, kv_plan
 from terminus.train.rollout import make_rollout
 from terminus.train.run import MetricsJsonl, dry_run_report, parse_recipe, run_inputs, train_and_save
 
@@ -48,6 +49,9 @@ class GRPOScriptArguments:
     splits: list[str] = field(default_factory=lambda: ["train"], metadata={"help": "Splits to train on."})
     max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={"help": "Tokens per assistant turn."})
     sandbox: str | None = field(default=None, metadata={"help": "Sandbox backend (default: the experiment config's)."})
+    pull: str | None = field(
+        default=None, metadata={"help": "When docker pulls an image: missing, always, never (default: sandbox_pull)."}
+    )
     experiment_config: str = field(
         default="configs/config.yaml", metadata={"help": "For the judge and sandbox settings."}
     )
@@ -114,11 +118,17 @@ def ratio_spread(ratio, mask, mode: str, clip_min: float | None, clip_max: float
 
 
 def grpo_trainer_class():
-    """TRL's GRPOTrainer, plus the spread of the importance-sampling ratio in the metrics."""
+    """TRL's GRPOTrainer, plus the spread of the importance-sampling ratio in the metrics and an exact weight sync
+    of a LoRA to vLLM (`train.colocate`)."""
     from trl import GRPOTrainer
 
     class TerminusGRPOTrainer(GRPOTrainer):
         guard: infra.InfraGuard | None = None
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if self.use_vllm:  # a LoRA reaches vLLM merged out of place, the base never written (`train.colocate`)
+                install_exact_sync(self.vllm_generation)
 
         # TRL private: the one method both the old-log-prob (and reference) forward and the loss forward go through,
         # and the narrowest place that sees each forward's batch; no public hook does (`train.trim`)
@@ -209,7 +219,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     task_map = {t.id: t for t in tasks}
     # the run's spec, built once here: the sandbox (--sandbox over the config's backend, the config's image) and the
     # judge go down to every rollout as arguments
-    run = load_run(resolve_model(script_args.experiment_config), sandbox=script_args.sandbox)
+    run = load_run(resolve_model(script_args.experiment_config), sandbox=script_args.sandbox, pull=script_args.pull)
     check_turn_limit(script_args.max_turns, run)
     write_text_atomic(Path(training_args.output_dir) / "config.yaml", run.resolved_yaml())  # what it trained under
     references = {}
@@ -232,6 +242,9 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     tokenizer = install(AutoTokenizer.from_pretrained(model_id))  # the template SFT trained with
     dtype = model_args.dtype if model_args.dtype in (None, "auto") else getattr(torch, model_args.dtype)
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype)
+    if training_args.use_vllm and training_args.vllm_mode == "colocate" and torch.cuda.is_available():
+        # vLLM's share against the step's episodes, said (or refused) before vLLM spends minutes loading
+        check_kv_plan(kv_plan(training_args, model, torch.cuda.get_device_properties(0).total_memory))
     # infra-failed episodes out of the loss, counted, and the run stopped past the recipe's thresholds (train.infra)
     guard = infra.InfraGuard(training_args.num_generations, thresholds(script_args), script_args.failure_window)
     skips = infra.TaskSkips(training_args.output_dir)

@@ -25,6 +25,7 @@ A task that fails to start twice is skipped for the rest of the run and listed i
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter, deque
 from pathlib import Path
@@ -63,7 +64,26 @@ class TaskSkips:
     def __init__(self, output_dir: Path | str) -> None:
         self.path = Path(output_dir) / SKIPPED_FILE
         self.failures: Counter[str] = Counter()
-        self.skipped: dict[str, str] = {}  # task id -> its last start error
+        self._skipped: dict[str, str] | None = None  # task id -> its last start error; read at the first rollout
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        """The skipped tasks. Read from the file at first use, so after `train.run.resume_point` ran: a resumed run
+        skips what the run before it skipped (those tasks still do not start), and a run of other inputs finds the
+        file moved away with the old checkpoints."""
+        if self._skipped is None:
+            self._skipped = self._read()
+        return self._skipped
+
+    def _read(self) -> dict[str, str]:
+        if self.path.is_file():
+            try:
+                skipped = dict(json.loads(self.path.read_text())["skipped"])
+            except (ValueError, KeyError, TypeError) as err:
+                raise TerminusError(f"{self.path}: not a skipped-task list ({err}); delete it to retry them") from err
+            log.warning("resuming with %d tasks skipped (listed in %s)", len(skipped), self.path)
+            return skipped
+        return {}
 
     def __contains__(self, task_id: str) -> bool:
         return task_id in self.skipped

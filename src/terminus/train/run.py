@@ -16,6 +16,7 @@ from terminus.collect.provenance import model_stamp
 from terminus.config import resolve, resolve_model
 from terminus.io import append_jsonl, read_jsonl, write_json_atomic, write_jsonl_atomic
 from terminus.train import TrainingInputError
+from terminus.train.infra import SKIPPED_FILE
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,8 @@ def resume_point(output_dir: str, inputs: dict) -> str | None:
         superseded.mkdir(exist_ok=True)
         dest = superseded / str(sum(1 for _ in superseded.iterdir()))
         dest.mkdir()
-        moved = [p for p in out.iterdir() if p.name.startswith("checkpoint-") or p.name in (LIVE_LOG, RESUME_INPUTS)]
+        names = (LIVE_LOG, RESUME_INPUTS, SKIPPED_FILE)  # the tasks it skipped were skipped under those inputs
+        moved = [p for p in out.iterdir() if p.name.startswith("checkpoint-") or p.name in names]
         for path in moved:
             path.rename(dest / path.name)
         log.warning("%s holds checkpoints made from other inputs (changed: %s): moved to %s; training afresh",
