@@ -244,7 +244,8 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype)
     if training_args.use_vllm and training_args.vllm_mode == "colocate" and torch.cuda.is_available():
         # vLLM's share against the step's episodes, said (or refused) before vLLM spends minutes loading
-        check_kv_plan(kv_plan(training_args, model, torch.cuda.get_device_properties(0).total_memory))
+        gpu_bytes = torch.cuda.get_device_properties(training_args.device).total_memory  # this rank's GPU
+        check_kv_plan(kv_plan(training_args, model, gpu_bytes))
     # infra-failed episodes out of the loss, counted, and the run stopped past the recipe's thresholds (train.infra)
     guard = infra.InfraGuard(training_args.num_generations, thresholds(script_args), script_args.failure_window)
     skips = infra.TaskSkips(training_args.output_dir)
