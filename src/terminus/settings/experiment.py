@@ -138,17 +138,8 @@ class Model(Section):
     )
     sft_recipe: StrictStr = Field("configs/sft/tiny.yaml", description="TRL-parser recipe for SFT.")
     grpo_recipe: StrictStr = Field("configs/grpo/tiny.yaml", description="TRL-parser recipe for GRPO.")
-    sft_gpus: Count(1) = Field(
-        1,
-        description="GPUs of one node for the SFT job: more than 1 trains as DDP (`accelerate launch` with "
-        "configs/accelerate/ddp.yaml, one process a GPU); the recipe's per-device batch is per GPU.",
-    )
-    grpo_gpus: Count(1) = Field(
-        1,
-        description="GPUs of one node for the GRPO job: more than 1 trains as DDP, each rank rolling out its share "
-        "of the step's episodes on its own colocated vLLM (tensor parallelism 1); the recipe's per-device batch "
-        "times steps_per_generation is each rank's episodes, a multiple of num_generations.",
-    )
+    sft_gpus: Count(1) = Field(1, description="GPUs of one node for SFT; over 1: DDP (configs/accelerate/ddp.yaml).")
+    grpo_gpus: Count(1) = Field(1, description="GPUs of one node for GRPO; over 1: DDP, a colocated vLLM a rank.")
     summary_max_new_tokens: StrictInt = Field(160, description="Tokens per turn in the held-out check.")
     summary_policy: Literal["transformers", "vllm"] = Field(
         "transformers",
