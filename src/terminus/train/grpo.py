@@ -140,6 +140,14 @@ def grpo_trainer_class():
                 forward, model, input_ids, attention_mask, logits_to_keep, batch_size, **kwargs
             )
 
+        def _mean_over_ranks(self, values: list[float]) -> list[float]:
+            if self.accelerator.num_processes == 1:
+                return values
+            import torch
+
+            mean = self.accelerator.reduce(torch.tensor(values, device=self.accelerator.device), reduction="mean")
+            return mean.tolist()
+
         # TRL private: no public hook sees the scored batch before the loss (callbacks get no batch, rollout_func
         # and reward functions run before the advantages and masks exist), and infra-failed episodes leave it here
         def _generate_and_score_completions(self, inputs):
@@ -148,7 +156,7 @@ def grpo_trainer_class():
             if self.guard is not None:  # infra-failed episodes out of the loss; the step's shares logged, checked
                 infra.mask_dropped(output, self.guard.dropped(), self.accelerator)
                 # TRL private `_metrics`: no public way to add a metric to the step's averaged log (`log` reads it)
-                self.guard.finish(self._metrics[mode], self.state.global_step)
+                self.guard.finish(self._metrics[mode], self.state.global_step, self._mean_over_ranks)
             ratio = output.get("importance_sampling_ratio")
             if ratio is not None:
                 mask = output["completion_mask"]
