@@ -136,7 +136,8 @@ def test_every_gpu_job_asks_the_h200_and_cores_for_vllm():
             assert "--gpus" not in line, (rule, line)
             continue
         gpu_rules.add(rule)
-        assert "--gpus=h200:1" in line or (rule == "eval_cell" and "--gpus=1" in line), (rule, line)
+        # the training stages may ask several (test_paper_training_jobs_ask_several_gpus_on_one_node_for_one_launcher)
+        assert re.search(r"--gpus=h200:\d", line) or (rule == "eval_cell" and "--gpus=1" in line), (rule, line)
         cpus = re.search(r"--cpus-per-(?:gpu|task)=(\d+)", line)
         assert cpus and int(cpus.group(1)) >= 8, (rule, line)  # one core cannot compile vLLM's server in time
     assert gpu_rules == {"sft", "export_sft", "grpo", "export", "training_summary", "eval_cell"}
@@ -204,3 +205,45 @@ def test_the_readme_states_each_stages_slurm_runtime_as_the_rules_set_it():
                 checked.add(rule)
     local = {"all", "resolved_config"}  # localrules: they run in the submitting process, never as a slurm job
     assert set(runtime) - local <= checked, set(runtime) - checked  # every rule of the paper run has its row
+
+
+def shell_commands(*args: str) -> dict[str, str]:
+    """rule -> its shell command, as a dry run with -p prints it (one job per rule: the training rules)."""
+    done = snakemake("-n", "-p", *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    commands = {}
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", done.stdout + done.stderr):
+        head = re.match(r"(?:local)?rule (\w+):", block)
+        command = re.search(r"^(?:Shell command: )?((?:terminus|accelerate) .*)$", block, re.M)
+        if head and command:
+            commands[head.group(1)] = command.group(1)
+    return commands
+
+
+def test_paper_training_jobs_ask_several_gpus_on_one_node_for_one_launcher():
+    """configs/paper.yaml trains SFT and GRPO as DDP: N GPUs, one node, and one slurm task (tasks_per_gpu 0: no
+    --ntasks-per-gpu, which would run the whole command once per GPU), in which `accelerate launch` starts a
+    process per GPU."""
+    paper = load_config(ROOT / "configs/paper.yaml")
+    args = ("--profile", str(PROFILE.parent), "--configfile", "configs/paper.yaml")
+    jobs = {rule: (threads, resources) for rule, threads, resources in dry_run_jobs(*args)}
+    commands = shell_commands(*args)
+    for rule in ("sft", "grpo"):
+        gpus = paper["model"][f"{rule}_gpus"]
+        assert gpus > 1
+        threads, resources = jobs[rule]
+        assert resources["gpu"] == gpus and resources["nodes"] == 1 and resources["tasks_per_gpu"] == 0
+        line = sbatch_line(threads, resources)
+        assert f"--gpus=h200:{gpus}" in line and "--nodes=1" in line and "--ntasks-per-gpu" not in line, line
+        launch = f"accelerate launch --num_processes {gpus} --config_file configs/accelerate/ddp.yaml -m terminus.cli"
+        assert commands[rule].startswith(f"{launch} {rule} --recipe "), commands[rule]
+
+
+def test_smoke_training_jobs_run_the_plain_command_on_one_gpu():
+    """The smoke config's training jobs are as they were: one GPU, no node or task settings, `terminus` itself."""
+    jobs = {rule: resources for rule, _, resources in dry_run_jobs()}
+    commands = shell_commands()
+    for rule in ("sft", "grpo"):
+        assert jobs[rule]["gpu"] == 1 and "nodes" not in jobs[rule] and "tasks_per_gpu" not in jobs[rule]
+    assert commands["sft"].startswith("terminus sft --recipe configs/sft/tiny.yaml --model-name-or-path "), commands
+    assert commands["grpo"].startswith("terminus grpo --recipe configs/grpo/tiny.yaml --model-name-or-path "), commands

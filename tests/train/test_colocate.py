@@ -171,7 +171,7 @@ def test_kv_plan_of_the_paper_recipe_is_its_comment(monkeypatch) -> None:
     from terminus.train.colocate import kv_plan
 
     monkeypatch.chdir(ROOT)
-    args = recipe_args("qwen3-4b")
+    args = recipe_args("qwen3-4b", "--gradient_accumulation_steps", "16")  # the comment's one-GPU figures
     spec = load_spec()
     with torch.device("meta"):
         model = Qwen3ForCausalLM(qwen3_config(spec)).to(torch.bfloat16)
@@ -181,3 +181,8 @@ def test_kv_plan_of_the_paper_recipe_is_its_comment(monkeypatch) -> None:
     assert (h100.cache_tokens, h100.full_episodes, h100.tokens_each) == (133_869, 3, 4_183)
     h200 = kv_plan(args, model, 143_771 * 2**20)
     assert (h200.cache_tokens, h200.full_episodes, h200.tokens_each) == (288_708, 7, 9_022)
+    # as written, under DDP over 4 GPUs (model.grpo_gpus): each rank's engine runs its 2 x 4 = 8 episodes
+    rank = kv_plan(recipe_args("qwen3-4b"), model, 81_559 * 2**20)
+    assert (rank.episodes, rank.cache_tokens, rank.tokens_each) == (8, 133_869, 16_733)
+    rank = kv_plan(recipe_args("qwen3-4b"), model, 143_771 * 2**20)
+    assert (rank.episodes, rank.cache_tokens, rank.tokens_each) == (8, 288_708, 36_088)

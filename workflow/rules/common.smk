@@ -171,3 +171,23 @@ def tasks_runtime() -> int:
     tasks (under an hour)."""
     return 2880 if swe_corpus() else 60
 
+
+
+DDP_CONFIG = "configs/accelerate/ddp.yaml"
+
+
+def train_launch(gpus_key: str) -> str:
+    """How a training stage starts: `terminus` itself on one GPU (the command as it always was), or the same CLI
+    under `accelerate launch` as DDP, one process a GPU of the job (`model.sft_gpus`, `model.grpo_gpus`)."""
+    gpus = config["model"][gpus_key]
+    if gpus == 1:
+        return "terminus"
+    return f"accelerate launch --num_processes {gpus} --config_file {DDP_CONFIG} -m terminus.cli"
+
+
+def train_gpus(gpus_key: str) -> dict:
+    """A training job's GPU resources. Several GPUs: one node (DDP's ranks talk over the node's links) and
+    tasks_per_gpu 0, so that the slurm plugin asks no --ntasks-per-gpu: slurm starts one task, and `accelerate
+    launch` in it starts a process per GPU (with one task per GPU slurm would run the whole command once per GPU)."""
+    gpus = config["model"][gpus_key]
+    return {"gpu": gpus} if gpus == 1 else {"gpu": gpus, "nodes": 1, "tasks_per_gpu": 0}

@@ -21,11 +21,12 @@ rule grpo:
         ENV
     retries: resubmissions()
     resources:
-        gpu=1,
+        **train_gpus("grpo_gpus"),
         cpus_per_gpu=16,
         mem_mb=128000,
         runtime=1440,
     shell:
-        "terminus grpo --recipe {input.recipe} --model-name-or-path {input.model} --tasks-file {input.tasks} "
+        train_launch("grpo_gpus")
+        + " grpo --recipe {input.recipe} --model-name-or-path {input.model} --tasks-file {input.tasks} "
         "--references {input.references} --experiment-config {params.config} --output-dir {params.out} "
         "--seed {params.seed} > {log} 2>&1"

@@ -36,10 +36,11 @@ rule sft:
         ENV
     retries: resubmissions()
     resources:
-        gpu=1,
+        **train_gpus("sft_gpus"),
         cpus_per_gpu=8,
         mem_mb=64000,
         runtime=720,
     shell:
-        "terminus sft --recipe {input.recipe} --model-name-or-path {params.base} --dataset-path {input.data} "
+        train_launch("sft_gpus")
+        + " sft --recipe {input.recipe} --model-name-or-path {params.base} --dataset-path {input.data} "
         "--output-dir {params.out} --seed {params.seed} > {log} 2>&1"

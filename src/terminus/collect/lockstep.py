@@ -18,6 +18,7 @@ start or to close, an endpoint) ends as a crash record; only a bug (any other ex
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -136,7 +137,11 @@ def run_lockstep(
         for i in range(len(episodes))
     ]
 
+    device = _cuda_device()
+
     def one(i: int) -> Trajectory:
+        if device is not None:  # a thread starts on CUDA device 0, not its rank's: generation runs in these threads
+            sys.modules["torch"].cuda.set_device(device)
         try:
             return episodes[i](policies[i])
         except TerminusError as err:  # ours (a sandbox, an endpoint): this episode alone fails; a bug is raised
@@ -155,3 +160,12 @@ def run_lockstep(
     return LockstepRun(
         trajectories, policies, lockstep.generation_s, time.perf_counter() - start, lockstep.batch_sizes
     )
+
+
+def _cuda_device() -> int | None:
+    """The calling thread's CUDA device when torch is in use with CUDA (a GRPO rank under DDP: each rank's engine and
+    model live on its own device), else None; torch is not imported for it."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    return torch.cuda.current_device()

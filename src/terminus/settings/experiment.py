@@ -138,6 +138,8 @@ class Model(Section):
     )
     sft_recipe: StrictStr = Field("configs/sft/tiny.yaml", description="TRL-parser recipe for SFT.")
     grpo_recipe: StrictStr = Field("configs/grpo/tiny.yaml", description="TRL-parser recipe for GRPO.")
+    sft_gpus: Count(1) = Field(1, description="GPUs of one node for SFT; over 1: DDP (configs/accelerate/ddp.yaml).")
+    grpo_gpus: Count(1) = Field(1, description="GPUs of one node for GRPO; over 1: DDP, a colocated vLLM a rank.")
     summary_max_new_tokens: StrictInt = Field(160, description="Tokens per turn in the held-out check.")
     summary_policy: Literal["transformers", "vllm"] = Field(
         "transformers",

@@ -139,8 +139,9 @@ class KVPlan:
 
 def kv_plan(training_args, model, gpu_bytes: int) -> KVPlan:
     """The plan of a GRPO recipe (TRL's arguments, parsed) for `model` (as loaded, before any LoRA: vLLM loads the
-    same weights in the same dtype) on a GPU of `gpu_bytes`. The step's episodes are TRL's generation batch
-    (per_device_train_batch_size x steps_per_generation): one rollout call runs them all."""
+    same weights in the same dtype) on a GPU of `gpu_bytes`. The episodes are one rank's share of TRL's generation
+    batch (per_device_train_batch_size x steps_per_generation; the batch over world_size under DDP, where each rank's
+    engine runs its own): one rollout call runs them all."""
     params = list(model.parameters())  # tied embeddings once, as vLLM holds them
     config = model.config
     return KVPlan(
@@ -148,7 +149,7 @@ def kv_plan(training_args, model, gpu_bytes: int) -> KVPlan:
         gpu_bytes=gpu_bytes,
         weight_bytes=sum(p.numel() * p.element_size() for p in params),
         per_token=kv_bytes_per_token(config, params[0].element_size()),
-        episodes=training_args.generation_batch_size,
+        episodes=training_args.generation_batch_size // training_args.world_size,
         context=training_args.vllm_max_model_length or config.max_position_embeddings,
     )
 

@@ -140,6 +140,14 @@ def grpo_trainer_class():
                 forward, model, input_ids, attention_mask, logits_to_keep, batch_size, **kwargs
             )
 
+        def _mean_over_ranks(self, values: list[float]) -> list[float]:
+            if self.accelerator.num_processes == 1:
+                return values
+            import torch
+
+            mean = self.accelerator.reduce(torch.tensor(values, device=self.accelerator.device), reduction="mean")
+            return mean.tolist()
+
         # TRL private: no public hook sees the scored batch before the loss (callbacks get no batch, rollout_func
         # and reward functions run before the advantages and masks exist), and infra-failed episodes leave it here
         def _generate_and_score_completions(self, inputs):
@@ -148,7 +156,7 @@ def grpo_trainer_class():
             if self.guard is not None:  # infra-failed episodes out of the loss; the step's shares logged, checked
                 infra.mask_dropped(output, self.guard.dropped(), self.accelerator)
                 # TRL private `_metrics`: no public way to add a metric to the step's averaged log (`log` reads it)
-                self.guard.finish(self._metrics[mode], self.state.global_step)
+                self.guard.finish(self._metrics[mode], self.state.global_step, self._mean_over_ranks)
             ratio = output.get("importance_sampling_ratio")
             if ratio is not None:
                 mask = output["completion_mask"]
@@ -244,7 +252,8 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype)
     if training_args.use_vllm and training_args.vllm_mode == "colocate" and torch.cuda.is_available():
         # vLLM's share against the step's episodes, said (or refused) before vLLM spends minutes loading
-        check_kv_plan(kv_plan(training_args, model, torch.cuda.get_device_properties(0).total_memory))
+        gpu_bytes = torch.cuda.get_device_properties(training_args.device).total_memory  # this rank's GPU
+        check_kv_plan(kv_plan(training_args, model, gpu_bytes))
     # infra-failed episodes out of the loss, counted, and the run stopped past the recipe's thresholds (train.infra)
     guard = infra.InfraGuard(training_args.num_generations, thresholds(script_args), script_args.failure_window)
     skips = infra.TaskSkips(training_args.output_dir)
@@ -277,24 +286,38 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
         return summary
 
 
-def refuse_several_processes(env: dict | None = None) -> None:
-    """One training process only. Lockstep rollouts end when their episodes end, so with several ranks each calls
-    generation a different number of times per step, and TRL's collectives (vLLM's gather, the weight sync) wait
-    forever for the ranks that are done. Checked before TRL's parser, which would join the process group first."""
+def check_processes(script_args: GRPOScriptArguments, training_args, env: dict | None = None) -> None:
+    """Several training processes (DDP, `accelerate launch`) only where no rank waits for another during a rollout.
+    Lockstep rollouts end when their episodes end, so each rank calls generation a different number of times per
+    step. With vLLM colocated at tensor parallelism 1 (or transformers generation) each rank calls its own engine
+    with no collective, as TRL's own multi-turn loop does; in server mode (the main process gathers every rank's
+    prompts) or with vllm_tensor_parallel_size > 1 (ranks gather within their group) TRL's collectives would wait
+    forever for the ranks that are done. The task selection and the before/after measurement sample on each rank
+    alone, so they would choose or measure differently per rank: refused too. Every rank raises alike."""
     world = int((env if env is not None else os.environ).get("WORLD_SIZE") or 1)
-    if world > 1:
+    if world <= 1:
+        return
+    why = None
+    if training_args.use_vllm and training_args.vllm_mode != "colocate":
+        why = f"vllm_mode {training_args.vllm_mode!r} gathers every rank's prompts"
+    elif training_args.use_vllm and training_args.vllm_tensor_parallel_size > 1:
+        why = f"vllm_tensor_parallel_size {training_args.vllm_tensor_parallel_size} gathers prompts across ranks"
+    elif script_args.spread_candidates or script_args.before_after_samples:
+        why = "spread_candidates and before_after_samples sample on each rank alone"
+    if why:
         raise TrainingInputError(
-            f"terminus grpo runs as one training process, not {world} (WORLD_SIZE): its lockstep rollouts call "
-            "generation a different number of times on each rank and TRL's collectives deadlock; run it without "
-            "accelerate launch or torchrun, on one GPU"
+            f"terminus grpo cannot run as {world} processes (WORLD_SIZE): {why}, and lockstep rollouts call "
+            "generation a different number of times on each rank, so TRL's collectives deadlock; use vllm_mode "
+            "colocate with tensor parallelism 1 (and neither option), or one process"
         )
 
 
 def parse(argv: list[str]):
     from trl import GRPOConfig, ModelConfig
 
-    refuse_several_processes()
-    return parse_recipe((GRPOScriptArguments, GRPOConfig, ModelConfig), argv)
+    script_args, training_args, model_args = parse_recipe((GRPOScriptArguments, GRPOConfig, ModelConfig), argv)
+    check_processes(script_args, training_args)
+    return script_args, training_args, model_args
 
 
 if __name__ == "__main__":

@@ -93,6 +93,9 @@ class TaskSkips:
             return
         self.failures[task_id] += 1
         if self.failures[task_id] >= SKIP_AFTER:
+            if self.path.is_file():  # under DDP other ranks skip tasks too, into the same file: keep theirs
+                theirs = json.loads(self.path.read_text()).get("skipped", {})
+                self.skipped.update({k: v for k, v in theirs.items() if k not in self.skipped})
             self.skipped[task_id] = record["error"]
             log.warning("task %s failed to start %d times: skipped for the rest of the run (%s)", task_id,
                         self.failures[task_id], record["error"])  # fmt: skip
@@ -135,8 +138,10 @@ class InfraGuard:
     def dropped(self) -> list[bool]:
         return [not self.live(i) or self.small_group[i] for i in range(len(self.failures))]
 
-    def finish(self, metrics: dict[str, list[float]], step: int) -> None:
-        """Log the step's shares into the trainer's metrics; raise InfraFailureError past a threshold."""
+    def finish(self, metrics: dict[str, list[float]], step: int, mean_over_ranks=None) -> None:
+        """Log the step's shares into the trainer's metrics; raise InfraFailureError past a threshold. Under DDP
+        `mean_over_ranks` averages the shares over the ranks (each rolls out as many episodes), so every rank
+        stops at the same step, or none (one rank stopping alone would leave the others waiting)."""
         n = max(1, len(self.failures))
         skipped = sum(bool(f and f.startswith("skipped")) for f in self.failures)
         failed = sum(bool(f) for f in self.failures) - skipped + sum(self.judge_failed)
@@ -147,6 +152,8 @@ class InfraGuard:
             "judge/unparseable_frac": sum(self.unparseable) / n,
             "judge/fallback_frac": sum(self.fallback) / n,
         }
+        if mean_over_ranks is not None:
+            shares = dict(zip(shares, mean_over_ranks(list(shares.values())), strict=True))
         for key, value in shares.items():
             metrics[key].append(value)
         self.history.append(shares)
@@ -215,10 +222,17 @@ class GuardedReward:
 
 def mask_dropped(output: dict, dropped: list[bool], accelerator) -> None:
     """Take the dropped samples out of the loss: advantage 0 and a zero loss mask, and TRL's token count
-    (`num_items_in_batch`, the dapo normaliser) recounted without them."""
-    if not any(dropped):
-        return
+    (`num_items_in_batch`, the dapo normaliser) recounted without them. Under DDP the recount gathers from every
+    rank, so whether any rank dropped one is gathered first: all ranks take the same branch (one rank gathering
+    alone would wait forever)."""
     import torch
+
+    drops = any(dropped)
+    if accelerator.num_processes > 1:
+        flag = torch.tensor([int(drops)], device=output["completion_mask"].device)
+        drops = bool(accelerator.gather(flag).any())
+    if not drops:
+        return
 
     keep = torch.tensor([not d for d in dropped], device=output["completion_mask"].device)
     key = "tool_mask" if "tool_mask" in output else "completion_mask"

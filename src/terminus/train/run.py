@@ -168,7 +168,13 @@ def dry_run_report(training_args, model_args, keys: tuple[str, ...]) -> dict:
 def train_and_save(trainer, tokenizer, training_args, model_args, inputs: dict) -> dict:
     """Train (resuming from the last checkpoint in output_dir when it was made from these `inputs`, `run_inputs`),
     save `final/`, write train_summary.json."""
-    resume = resume_point(training_args.output_dir, inputs)
+    # rank 0 alone moves superseded checkpoints aside and writes the run's inputs; the others wait, then read the
+    # same folder (under DDP every rank resumes from the same checkpoint)
+    accelerator = trainer.accelerator
+    if accelerator.is_main_process:
+        resume_point(training_args.output_dir, inputs)
+    accelerator.wait_for_everyone()
+    resume = last_checkpoint(training_args.output_dir)
     if resume:
         log.info("resuming from %s", resume)
     result = trainer.train(resume_from_checkpoint=resume)
@@ -184,7 +190,8 @@ def train_and_save(trainer, tokenizer, training_args, model_args, inputs: dict) 
         "base_model": model_args.model_name_or_path,
         "peft": bool(model_args.use_peft),
     }
-    (Path(training_args.output_dir) / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    if trainer.is_world_process_zero():
+        (Path(training_args.output_dir) / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
 
