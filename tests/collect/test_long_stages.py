@@ -88,8 +88,7 @@ def unclocked(path: Path, run: Path) -> list[str]:
 
 
 def stage_rule(rule: str, folder: Path, config: Path, target: str | None = None) -> list[str]:
-    """The rule alone, on inputs put in place by hand (the rules before it are not run), and `resolved_config`, the
-    job that writes the config file every stage reads."""
+    """The rule alone, on inputs put in place by hand (the rules before it are not run)."""
     options = [
         "--configfile",
         str(config),
@@ -97,7 +96,6 @@ def stage_rule(rule: str, folder: Path, config: Path, target: str | None = None)
         "2",
         "--allowed-rules",
         rule,
-        "resolved_config",
         "--rerun-triggers=mtime",
     ]
     return [sys.executable, "-m", "snakemake", *options, f"results/{folder.name}/{target or STAGES[rule][0]}"]

@@ -76,7 +76,6 @@ def tasks_rule(folder: Path, config: Path) -> list[str]:
         "1",
         "--allowed-rules",
         "tasks",
-        "resolved_config",
         "--rerun-triggers=mtime",
     ]
     return [sys.executable, "-m", "snakemake", *options, f"results/{folder.name}/tasks/tasks.jsonl"]
@@ -162,7 +161,6 @@ def test_a_swebench_pro_cell_killed_mid_run_and_rerun_redoes_no_finished_instanc
             "2",
             "--allowed-rules",
             "eval_cell",
-            "resolved_config",
             "--rerun-triggers=mtime",
         ]
         return [sys.executable, "-m", "snakemake", *options, f"results/{run.name}/{records}"]

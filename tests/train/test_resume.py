@@ -58,8 +58,7 @@ def job_log(folder: Path) -> str:
 
 
 def snakemake_grpo(folder: Path, config: Path) -> list[str]:
-    """The grpo rule alone, on inputs put in place by hand (their own rules are not run), and `resolved_config`,
-    the job that writes the config file every stage reads."""
+    """The grpo rule alone, on inputs put in place by hand (their own rules are not run)."""
     target = f"results/{folder.name}/models/grpo/final"
     options = [
         "--configfile",
@@ -68,7 +67,6 @@ def snakemake_grpo(folder: Path, config: Path) -> list[str]:
         "1",
         "--allowed-rules",
         "grpo",
-        "resolved_config",
         "--rerun-triggers=mtime",
     ]
     return [sys.executable, "-m", "snakemake", *options, target]

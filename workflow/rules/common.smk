@@ -11,17 +11,20 @@ from terminus.io import write_text_atomic
 RUN = f"results/{config['run']}"
 
 
-CONFIG_FILE = f"{RUN}/config.yaml"  # what every stage reads (`--config`): rule resolved_config writes it
-
-
-def merged_config_text() -> str:
-    """The workflow's config (the --configfile, the --config overrides such as `--config seed=1 run=learning-1`, the
-    schema's defaults) as the config file the CLI stages read, so that the stages see what the rules see. The CLI
-    validates it the same way."""
+def merged_configfile() -> str:
+    """The config file the CLI stages read: the workflow's config (the --configfile, the --config overrides such as
+    `--config seed=1 run=learning-1`, the schema's defaults) written to results/<run>/config.yaml, rewritten only
+    when it changes, so that the stages see what the rules see. The CLI validates it the same way."""
+    path = Path(RUN) / "config.yaml"
     merged = yaml.safe_dump(json.loads(json.dumps(config)), sort_keys=False)
-    return f"# the workflow's config (--configfile and --config merged), as the stages read it\n{merged}"
+    text = f"# the workflow's config (--configfile and --config merged), as the stages read it\n{merged}"
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, text)
+    return str(path)
 
 
+CONFIG_FILE = merged_configfile()
 JUDGE_FILES = [config["judge"]["rubric"], config["judge"]["scorer"], config["judge"]["prompts"]]
 LABEL_FILES = sorted(str(p) for p in Path("configs/judge/labels").glob("*.jsonl"))  # people's labels (judge-validity)
 JUDGE_GATE_PAIRS = 20  # pairs the real judge scores before GRPO (rule judge_validity_llm)
