@@ -89,15 +89,7 @@ def unclocked(path: Path, run: Path) -> list[str]:
 
 def stage_rule(rule: str, folder: Path, config: Path, target: str | None = None) -> list[str]:
     """The rule alone, on inputs put in place by hand (the rules before it are not run)."""
-    options = [
-        "--configfile",
-        str(config),
-        "--cores",
-        "2",
-        "--allowed-rules",
-        rule,
-        "--rerun-triggers=mtime",
-    ]
+    options = ["--configfile", str(config), "--cores", "2", "--allowed-rules", rule, "--rerun-triggers=mtime"]
     return [sys.executable, "-m", "snakemake", *options, f"results/{folder.name}/{target or STAGES[rule][0]}"]
 
 

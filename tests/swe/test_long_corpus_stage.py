@@ -69,15 +69,7 @@ def runs(swe_data, tmp_path):
 
 
 def tasks_rule(folder: Path, config: Path) -> list[str]:
-    options = [
-        "--configfile",
-        str(config),
-        "--cores",
-        "1",
-        "--allowed-rules",
-        "tasks",
-        "--rerun-triggers=mtime",
-    ]
+    options = ["--configfile", str(config), "--cores", "1", "--allowed-rules", "tasks", "--rerun-triggers=mtime"]
     return [sys.executable, "-m", "snakemake", *options, f"results/{folder.name}/tasks/tasks.jsonl"]
 
 
@@ -154,15 +146,7 @@ def test_a_swebench_pro_cell_killed_mid_run_and_rerun_redoes_no_finished_instanc
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
 
     def rule(run: Path, cfg: Path) -> list[str]:
-        options = [
-            "--configfile",
-            str(cfg),
-            "--cores",
-            "2",
-            "--allowed-rules",
-            "eval_cell",
-            "--rerun-triggers=mtime",
-        ]
+        options = ["--configfile", str(cfg), "--cores", "2", "--allowed-rules", "eval_cell", "--rerun-triggers=mtime"]
         return [sys.executable, "-m", "snakemake", *options, f"results/{run.name}/{records}"]
 
     def wall(path: Path) -> dict[str, float]:

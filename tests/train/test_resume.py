@@ -60,15 +60,7 @@ def job_log(folder: Path) -> str:
 def snakemake_grpo(folder: Path, config: Path) -> list[str]:
     """The grpo rule alone, on inputs put in place by hand (their own rules are not run)."""
     target = f"results/{folder.name}/models/grpo/final"
-    options = [
-        "--configfile",
-        str(config),
-        "--cores",
-        "1",
-        "--allowed-rules",
-        "grpo",
-        "--rerun-triggers=mtime",
-    ]
+    options = ["--configfile", str(config), "--cores", "1", "--allowed-rules", "grpo", "--rerun-triggers=mtime"]
     return [sys.executable, "-m", "snakemake", *options, target]
 
 
