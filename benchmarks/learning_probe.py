@@ -19,7 +19,7 @@ from pathlib import Path
 
 from benchmark_result import write_result
 from terminus.config import git_commit
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.settings import TURN_LIMIT
 from terminus.train.evaluate import held_out
 from terminus.train.probe import probe

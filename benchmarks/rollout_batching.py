@@ -20,8 +20,7 @@ from terminus.collect.lockstep import run_lockstep
 from terminus.collect.runner import run_episode
 from terminus.models.generate import TransformersGenerator
 from terminus.models.local import load_transformers
-from terminus.runspec import SandboxSpec
-from terminus.sandbox import default_backend
+from terminus.sandbox import SandboxSpec, default_backend
 from terminus.tasks.build import small_corpus
 from terminus.tasks.record import load_tasks
 from terminus.train.tiny import build_tiny_model

@@ -19,8 +19,7 @@ from pathlib import Path
 from benchmark_result import write_result
 from terminus.collect.collect import collect
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec
-from terminus.sandbox import default_backend
+from terminus.sandbox import SandboxSpec, default_backend
 from terminus.settings import TURN_LIMIT
 from terminus.tasks.record import Task, write_tasks
 from terminus.tasks.synthetic import DOMAINS, generate

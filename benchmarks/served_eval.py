@@ -20,8 +20,7 @@ from terminus.collect.runner import run_episode
 from terminus.models.local import VLLMPolicy
 from terminus.models.openai_compat import OpenAIPolicy
 from terminus.models.serve import vllm_server
-from terminus.runspec import SandboxSpec
-from terminus.sandbox import default_backend
+from terminus.sandbox import SandboxSpec, default_backend
 from terminus.tasks.build import small_corpus
 from terminus.tasks.record import load_tasks
 from terminus.train.tiny import build_tiny_model

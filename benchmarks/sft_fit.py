@@ -22,7 +22,7 @@ from pathlib import Path
 from benchmark_result import write_result
 from terminus.config import git_commit
 from terminus.io import read_jsonl
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.settings import TURN_LIMIT
 from terminus.train import sft
 from terminus.train.evaluate import held_out

@@ -35,7 +35,8 @@ from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.reader import ReaderMainAgent
 from terminus.mainagent.tokens import TokenCounter
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec, load_run
+from terminus.runspec import load_run
+from terminus.sandbox.spec import SandboxSpec
 from terminus.settings import TURN_LIMIT
 from terminus.tasks.build import build_corpus
 from terminus.tasks.record import load_tasks

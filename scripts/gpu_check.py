@@ -137,7 +137,7 @@ def sequential_tokens_per_s(model_dir: str, tasks: Path, episodes: int, max_new_
     """The same kind of rollouts, one episode and one sequence at a time, with transformers on this GPU."""
     from terminus.collect.runner import run_episode
     from terminus.models.local import TransformersPolicy
-    from terminus.runspec import SandboxSpec
+    from terminus.sandbox.spec import SandboxSpec
     from terminus.tasks.record import load_tasks
 
     policy = TransformersPolicy(model_dir, max_new_tokens=max_new_tokens, temperature=1.0)
@@ -193,7 +193,8 @@ def real_run(args) -> dict:
     from terminus.io import read_jsonl
     from terminus.judge.scorer import Scorer
     from terminus.models.serve import fitting_memory_fraction
-    from terminus.runspec import RunSpec, SandboxSpec
+    from terminus.runspec import RunSpec
+    from terminus.sandbox.spec import SandboxSpec
     from terminus.tasks.record import load_tasks
     from terminus.train import grpo
     from terminus.train.arch import build_reference_model

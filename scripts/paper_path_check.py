@@ -92,7 +92,7 @@ def check(work: Path, sandbox: str | None) -> dict:
     from terminus.agent.template import template_sha256
     from terminus.collect.collect import collect
     from terminus.models import make_policy
-    from terminus.runspec import SandboxSpec
+    from terminus.sandbox.spec import SandboxSpec
     from terminus.settings import TURN_LIMIT
     from terminus.tasks.build import small_corpus
     from terminus.train import grpo, sft

@@ -17,7 +17,8 @@ from builders import TERMINUS
 from terminus.config import ROOT, SCHEMA, ConfigError, load_config, resolve, resolve_model
 from terminus.eval.cells import CellError
 from terminus.eval.grid import check_models
-from terminus.runspec import SandboxSpec, load_run
+from terminus.runspec import load_run
+from terminus.sandbox.spec import SandboxSpec
 from terminus.settings import TURN_LIMIT, Collect, Config, Subagent, SweTasks, field_default, filled
 
 

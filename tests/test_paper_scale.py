@@ -16,7 +16,7 @@ from terminus.collect.runner import run_episode
 from terminus.config import load_config
 from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from terminus.config import ROOT
 from terminus.io import write_jsonl_atomic
 from terminus.judge.scorer import Scorer
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import write_tasks
 
 INJECTED = '<script>document.title="pwned"</script><img src=x onerror=alert(1)>'  # printed by a test, as it is

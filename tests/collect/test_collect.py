@@ -13,7 +13,7 @@ from builders import TERMINUS, cli_args, kill_when, lines_done, synthetic_corpus
 from terminus.collect.collect import collect
 from terminus.collect.validate import validate_tasks
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import load_tasks, write_tasks
 
 LOCAL = {"sandbox": SandboxSpec(), "max_turns": 10, "show_progress": False}  # default backend, paper turns

@@ -13,8 +13,8 @@ from terminus.collect.lockstep import run_lockstep
 from terminus.collect.runner import run_episode
 from terminus.models.generate import TransformersGenerator
 from terminus.models.local import TransformersPolicy, load_transformers
-from terminus.runspec import SandboxSpec
 from terminus.sandbox.bwrap import bwrap_path
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import load_tasks
 
 

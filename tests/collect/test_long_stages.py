@@ -25,7 +25,7 @@ from terminus.collect.runner import ResumableJsonl
 from terminus.collect.validate import validate_tasks
 from terminus.config import ROOT
 from terminus.reproducibility import table_lines
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 
 BIN = str(Path(sys.executable).parent)
 CELL = "reader__scripted__execution__0"

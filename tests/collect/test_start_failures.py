@@ -19,8 +19,8 @@ from terminus.collect.runner import start_failed
 from terminus.models import make_policy
 from terminus.models.generate import TransformersGenerator
 from terminus.models.local import load_transformers
-from terminus.runspec import SandboxSpec
 from terminus.sandbox import pull as pull_module
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import load_tasks, write_tasks
 from terminus.train import infra
 from terminus.train.rollout import episode_calls

@@ -22,7 +22,8 @@ from terminus.mainagent.brains import ReplayMainAgent
 from terminus.mainagent.harness import run_main_agent
 from terminus.mainagent.tokens import MESSAGE_OVERHEAD, TokenCounter
 from terminus.models import make_policy
-from terminus.runspec import RunSpec, SandboxSpec, load_run
+from terminus.runspec import RunSpec, load_run
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import load_tasks
 
 LOCAL = {"sandbox": SandboxSpec(), "subagent_turns": 10}  # the default backend; the paper's turn limit

@@ -25,7 +25,7 @@ from terminus.judge.runs import names, observations_of
 from terminus.judge.scorer import Scorer, ScorerConfig
 from terminus.judge.validity import CORRUPTIONS, validity_report
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import load_tasks, write_tasks
 
 from .answers import variants

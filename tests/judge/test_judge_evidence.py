@@ -23,7 +23,8 @@ from terminus.judge.rubric import load_rubric
 from terminus.judge.setup import judge_from_config, max_tokens
 from terminus.mainagent.tokens import TokenCounter
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec, load_run
+from terminus.runspec import load_run
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import load_tasks, write_tasks
 
 from .answers import variants

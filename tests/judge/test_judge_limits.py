@@ -13,7 +13,7 @@ from builders import cli_args, snapshot_task
 from terminus.cli import app
 from terminus.collect.collect import collect
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import write_tasks
 
 

@@ -18,7 +18,7 @@ from builders import snapshot_task
 from terminus.mainagent.brains import LLMMainAgent
 from terminus.mainagent.harness import run_main_agent
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import Task, write_tasks
 
 LOCAL = {"sandbox": SandboxSpec(), "subagent_turns": 10}  # the default backend; the paper's turn limit

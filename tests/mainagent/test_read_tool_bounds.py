@@ -8,8 +8,7 @@ import subprocess
 import sys
 
 from terminus.mainagent.harness import MAIN_OUTPUT_CHARS, Workbench
-from terminus.runspec import SandboxSpec
-from terminus.sandbox import make_sandbox
+from terminus.sandbox import SandboxSpec, make_sandbox
 
 MB = 1024 * 1024
 
@@ -18,7 +17,7 @@ MB = 1024 * 1024
 READ_HUGE = """
 import json, resource
 from terminus.mainagent.harness import Workbench
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.sandbox import make_sandbox
 
 def peak():

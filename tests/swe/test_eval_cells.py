@@ -12,8 +12,9 @@ import pytest
 from terminus.config import refill
 from terminus.eval.grid import run_cell
 from terminus.judge.scorer import Scorer
-from terminus.runspec import RunSpec, SandboxSpec, load_run
+from terminus.runspec import RunSpec, load_run
 from terminus.sandbox.bwrap import bwrap_path
+from terminus.sandbox.spec import SandboxSpec
 from terminus.swe import grade_patch, load_instances
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")

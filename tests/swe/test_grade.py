@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from terminus.cli import app
-from terminus.sandbox import SandboxSpec
 from terminus.sandbox.bwrap import bwrap_path
+from terminus.sandbox.spec import SandboxSpec
 from terminus.swe.benchmarks import load_instances
 from terminus.swe.environment import grading_limits, instance_sandbox
 from terminus.swe.gitops import patch_from_tree

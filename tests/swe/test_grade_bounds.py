@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from terminus.cli import app
-from terminus.sandbox import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.swe.benchmarks import load_instances
 from terminus.swe.grade import grade_patch
 

@@ -10,8 +10,9 @@ import yaml
 from terminus.collect.runner import run_episode
 from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec, load_run
+from terminus.runspec import load_run
 from terminus.sandbox.docker import HOST_IMAGE
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.build import build_corpus
 from terminus.tasks.manifest import ManifestError, checkout, load_manifest
 from terminus.tasks.synthetic import generate

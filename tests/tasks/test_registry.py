@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.registry import RegistryUnavailable, download, mutants_for
 
 

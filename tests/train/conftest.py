@@ -9,7 +9,7 @@ import pytest
 from builders import synthetic_corpus
 from terminus.collect.collect import collect
 from terminus.models import make_policy
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.train.data import build_sft_dataset
 
 

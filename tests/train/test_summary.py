@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from builders import TERMINUS, cli_args, synthetic_corpus
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import load_tasks
 from terminus.train.evaluate import held_out as held_out_summary
 

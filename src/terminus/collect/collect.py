@@ -8,7 +8,7 @@ from pathlib import Path
 
 from terminus.collect.provenance import file_sha256
 from terminus.collect.runner import check_workspaces, run_episode, run_jobs
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import Task, TaskFileError, load_tasks
 
 

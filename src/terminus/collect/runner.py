@@ -30,8 +30,7 @@ from terminus.agent.loop import AgentConfig, ExecutionSubagent
 from terminus.agent.trajectory import Trajectory
 from terminus.collect import provenance as prov
 from terminus.io import read_jsonl, write_jsonl_atomic
-from terminus.runspec import SandboxSpec
-from terminus.sandbox import SandboxError, make_sandbox
+from terminus.sandbox import SandboxError, SandboxSpec, make_sandbox
 from terminus.tasks.record import Task, TaskFileError
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from terminus.collect.runner import check_workspaces, run_episode, run_jobs
 from terminus.io import drop_report, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.models.scripted import ScriptedPolicy
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import Task, load_tasks, write_tasks
 
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from terminus.errors import TerminusError
-from terminus.runspec import LOCAL_POLICIES, SandboxSpec
+from terminus.runspec import LOCAL_POLICIES
+from terminus.sandbox.spec import SandboxSpec
 
 SEP = "__"
 

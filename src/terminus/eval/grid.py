@@ -38,8 +38,8 @@ from terminus.mainagent.tokens import TokenCounter
 from terminus.models import shared_policy
 from terminus.models.local import warm_imports
 from terminus.models.openai_compat import api_key_from_env, endpoint_limits
-from terminus.runspec import LOCAL_POLICIES, RunSpec, SandboxSpec
-from terminus.sandbox import make_sandbox
+from terminus.runspec import LOCAL_POLICIES, RunSpec
+from terminus.sandbox import SandboxSpec, make_sandbox
 from terminus.sandbox.fdtree import remove_tree
 from terminus.settings import Eval, Subagent, field_default, filled
 from terminus.tasks.record import Task, load_tasks

@@ -26,8 +26,7 @@ from terminus.config import ROOT
 from terminus.errors import TerminusError, debug_enabled
 from terminus.mainagent.submit import tree_diff
 from terminus.mainagent.tokens import TokenCounter
-from terminus.runspec import SandboxSpec
-from terminus.sandbox import Limits, OutsideWorkspaceError, SandboxError, make_sandbox
+from terminus.sandbox import Limits, OutsideWorkspaceError, SandboxError, SandboxSpec, make_sandbox
 from terminus.sandbox.copying import copy_repository
 from terminus.sandbox.tmproot import run_root
 from terminus.timing import normalise_timing

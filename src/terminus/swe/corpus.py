@@ -23,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from terminus.io import write_text_atomic
-from terminus.sandbox import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.swe.benchmarks import benchmark_repos, instances_from_rows, load_benchmark_config
 from terminus.swe.environment import diff_from_sandbox, instance_sandbox
 from terminus.swe.families import load_rows

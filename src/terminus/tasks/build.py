@@ -17,7 +17,8 @@ from pathlib import Path
 import yaml
 
 from terminus.io import write_jsonl_atomic
-from terminus.runspec import RunSpec, SandboxSpec, load_run
+from terminus.runspec import RunSpec, load_run
+from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks import manifest as manifests
 from terminus.tasks import registry, synthetic
 from terminus.tasks.queries import make_query, paraphrase

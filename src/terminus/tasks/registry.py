@@ -22,8 +22,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from terminus.runspec import SandboxSpec
-from terminus.sandbox import hostfs, make_sandbox
+from terminus.sandbox import SandboxSpec, hostfs, make_sandbox
 
 log = logging.getLogger(__name__)
 

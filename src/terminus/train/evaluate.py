@@ -20,7 +20,7 @@ from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.models import shared_policy
 from terminus.models.local import warm_imports
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.settings import MAX_NEW_TOKENS
 from terminus.tasks.record import Task, load_tasks
 from terminus.train import TrainingInputError

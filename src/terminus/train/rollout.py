@@ -14,7 +14,7 @@ from terminus.agent.template import TemplateError, describe
 from terminus.collect.lockstep import run_lockstep
 from terminus.collect.runner import run_episode
 from terminus.models.generate import EpisodeTokens, TransformersGenerator, TRLVLLMGenerator
-from terminus.runspec import SandboxSpec
+from terminus.sandbox.spec import SandboxSpec
 from terminus.train import infra
 
 
