@@ -81,7 +81,7 @@ def run(tmp_path_factory) -> Path:
     cached[0]["subagent_episodes"][0]["answer"] += "\n" + INJECTED
     first = cached[0]["subagent_episodes"][0]  # as records now keep it: how each command ended
     first["turns"] = [{"command": c, "exit_code": 8, "timed_out": False} for c in first["commands"]]
-    write_jsonl_atomic(run / "eval" / "cells" / "reader__scripted__repair__0.jsonl", cached)
+    write_jsonl_atomic(run / "eval" / "cells" / "reader__scripted__full__repair__0.jsonl", cached)
     return run
 
 
@@ -89,7 +89,7 @@ def test_view_writes_an_index_and_one_page_per_episode(run, tmp_path):
     result = CliRunner().invoke(app, ["view", str(run), "--out", str(tmp_path / "site")])
     assert result.exit_code == 0, result.output
     index = (tmp_path / "site" / "index.html").read_text()
-    assert "teacher rollouts (collect)" in index and "eval cell reader__scripted__repair__0" in index
+    assert "teacher rollouts (collect)" in index and "eval cell reader__scripted__full__repair__0" in index
     pages = sorted((tmp_path / "site" / "episodes").glob("*.html"))
     assert len(pages) == 3
     for href in re.findall(r'href="(episodes/[^"]+)"', index):
@@ -110,7 +110,7 @@ def test_view_writes_an_index_and_one_page_per_episode(run, tmp_path):
     assert page.count("<script>") == 1 and "<img src=x" not in page
     assert "http://" not in page and "https://" not in page  # nothing loaded from outside
     cell = next(p for p in pages if "cmake-geometry-fail-tests" in p.read_text()).read_text()
-    assert "reader__scripted__repair__0" in cell and cell.count("<script>") == 1
+    assert "reader__scripted__full__repair__0" in cell and cell.count("<script>") == 1
     assert "<th>main agent</th><th>subagent</th>" in cell and "exit 8" in cell  # the record's turns
     assert "&lt;script&gt;document.title" in cell  # the answer the main agent received, escaped
 

@@ -49,7 +49,7 @@ def test_paper_dry_run_has_one_eval_job_per_cell():
     # cells with a local-model subagent ask a GPU; endpoint-only cells do not
     gpu = re.findall(r"^rule eval_cell:.*?output: \S+/cells/(\S+)\.jsonl.*?resources: ([^\n]*)", text, re.M | re.S)
     by_cell = {name: bool(re.search(r"(?:^|, )gpu=1\b", res)) for name, res in gpu}
-    assert by_cell["reader__terminus-4b__repair__0"] and not by_cell["reader__claude-sonnet__repair__0"]
+    assert by_cell["reader__terminus-4b__full__repair__0"] and not by_cell["reader__claude-sonnet__full__repair__0"]
 
 
 def test_profile_names_resolve_after_install(tmp_path):

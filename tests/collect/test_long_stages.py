@@ -28,7 +28,7 @@ from terminus.reproducibility import table_lines
 from terminus.sandbox.spec import SandboxSpec
 
 BIN = str(Path(sys.executable).parent)
-CELL = "reader__scripted__execution__0"
+CELL = "reader__scripted__full__execution__0"
 # rule: (its target, the marker of its job's command line, its record file, the tables it writes besides)
 STAGES = {
     "validate_tasks": ("tasks/valid.jsonl", "terminus tasks validate", "tasks/valid.validation.trajectories.jsonl",

@@ -12,7 +12,7 @@ import pytest
 
 from terminus.config import ROOT
 from terminus.eval.case_study import case_study, pick_task
-from terminus.eval.metrics import summarise
+from terminus.eval.summary import summarise
 
 ANSWER = "<final_answer>\nCommand: pytest -q\nSummary: 1 failed\n</final_answer>"
 

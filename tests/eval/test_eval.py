@@ -16,7 +16,7 @@ from builders import TERMINUS, cli_args, kill_when, lines_done, synthetic_corpus
 from terminus.config import refill
 from terminus.eval.case_study import case_study
 from terminus.eval.grid import main_brain, run_grid
-from terminus.eval.metrics import bootstrap, summarise
+from terminus.eval.summary import bootstrap, summarise
 from terminus.judge.scorer import Scorer
 from terminus.mainagent.brains import ReplayMainAgent
 from terminus.mainagent.harness import run_main_agent
@@ -96,6 +96,7 @@ def test_replay_is_deterministic_and_counts_every_turn(corpus):
     a, b = (r.to_dict() for r in runs)
     for run in (a, b):
         run["per_turn"] = run["per_turn"][:-1]  # drop the wall time
+        run.pop("subagent_wall_s")  # wall-clock too
         for episode in run["subagent_episodes"]:
             episode.pop("trajectory")
     assert a == b
@@ -135,7 +136,7 @@ def test_grid_resumes_after_kill_to_the_same_tables(corpus, tmp_path):
         return [{k: v for k, v in r.items() if not k.startswith("wall_s") and k != "git_commit"} for r in rows]
 
     from terminus.config import stamp
-    from terminus.eval.metrics import write_csv
+    from terminus.eval.summary import write_csv
 
     write_csv(summarise(reference, stamp(config)), tmp_path / "ref.csv")
     resumed, fresh = table(out / "summary.csv"), table(tmp_path / "ref.csv")
@@ -167,17 +168,17 @@ def test_each_cell_runs_alone_and_the_summary_names_missing_cells(corpus, tmp_pa
     config_path, tasks_file = corpus
     out = tmp_path / "eval"
     base = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out), "--quiet"]
-    one = subprocess.run([*base, "--cell", "reader__scripted__repair__0", "--no-llm"], capture_output=True, text=True)
+    one = subprocess.run([*base, "--cell", "reader__scripted__full__repair__0", "--no-llm"], capture_output=True, text=True)
     assert one.returncode == 0, one.stderr
     cells = [p.name for p in (out / "cells").glob("*.jsonl") if not p.name.endswith(".timings.jsonl")]
-    assert cells == ["reader__scripted__repair__0.jsonl"]
+    assert cells == ["reader__scripted__full__repair__0.jsonl"]
     summary = subprocess.run(
         [TERMINUS, "eval-summary", "--config", str(config_path), "--out", str(out)], capture_output=True, text=True
     )
-    assert summary.returncode != 0 and "reader__none__repair__0" in summary.stderr
+    assert summary.returncode != 0 and "reader__none__full__repair__0" in summary.stderr
     assert summary.stderr.count("\n") == 1  # one line, no traceback
-    bad = subprocess.run([*base, "--cell", "reader__nobody__repair__0"], capture_output=True, text=True)
-    assert bad.returncode != 0 and "no eval cell 'reader__nobody__repair__0'" in bad.stderr
+    bad = subprocess.run([*base, "--cell", "reader__nobody__full__repair__0"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "no eval cell 'reader__nobody__full__repair__0'" in bad.stderr
 
 
 def _tiny_subagent_cell(corpus, out: Path, subagent: dict, concurrency: int) -> list[dict]:
@@ -191,7 +192,7 @@ def _tiny_subagent_cell(corpus, out: Path, subagent: dict, concurrency: int) -> 
     config["eval"] |= {"subagents": [{"name": "tiny", **subagent}], "max_tasks": 4, "concurrency": concurrency}
     run = RunSpec(refill(config), run.sandbox)  # the new subagent's defaults (its tool_call_limit)
     tasks = {t.id: t for t in load_tasks(tasks_file)}
-    return run_cell(run, tasks_file, out, Scorer(tasks=tasks), "reader__tiny__execution__0", show_progress=False)
+    return run_cell(run, tasks_file, out, Scorer(tasks=tasks), "reader__tiny__full__execution__0", show_progress=False)
 
 
 def test_a_transformers_subagent_is_loaded_once_per_cell(corpus, tiny_model, tmp_path):

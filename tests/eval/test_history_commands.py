@@ -6,7 +6,8 @@ import csv
 
 import pytest
 
-from terminus.eval.metrics import history_reads, summarise, write_csv
+from terminus.eval.metrics import history_reads
+from terminus.eval.summary import summarise, write_csv
 
 READS = [
     "git log --all --oneline",

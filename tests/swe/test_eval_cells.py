@@ -34,7 +34,7 @@ def test_a_swe_cell_grades_what_the_main_agent_submitted(swe_data, tmp_path):
     run = RunSpec(refill(config), run.sandbox)  # the new subagents' defaults (their tool_call_limit)
     (inst,) = load_instances("swebench-verified", dataset=str(root / "verified.jsonl"), limit=1)
     out = tmp_path / "eval"
-    for cell in ("reader__none__swebench-verified__0", "reader__scripted__swebench-verified__0"):
+    for cell in ("reader__none__full__swebench-verified__0", "reader__scripted__full__swebench-verified__0"):
         (record,) = run_cell(run, root / "unused.jsonl", out, Scorer(tasks={}), cell, show_progress=False)
         assert record["task_id"] == inst.instance_id and record["benchmark"] == "swebench-verified"
         assert set(record["fail_to_pass"]) == {"passed", "failed"} and record["main_agent_turns"] > 0
@@ -45,7 +45,7 @@ def test_a_swe_cell_grades_what_the_main_agent_submitted(swe_data, tmp_path):
         (prediction,) = [json.loads(line) for line in (out / "predictions" / f"{cell}.jsonl").read_text().splitlines()]
         assert set(prediction) == {"instance_id", "model_name_or_path", "model_patch"}
         assert prediction["instance_id"] == inst.instance_id and isinstance(prediction["model_patch"], str)
-    scripted = json.loads((out / "cells" / "reader__scripted__swebench-verified__0.jsonl").read_text())
+    scripted = json.loads((out / "cells" / "reader__scripted__full__swebench-verified__0.jsonl").read_text())
     assert scripted["subagent_calls"] >= 1  # the main agent delegated inside the instance's environment
 
 

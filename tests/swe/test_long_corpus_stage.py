@@ -140,7 +140,7 @@ def pro_runs(swe_data, tmp_path):
 @pytest.mark.timeout(900)
 def test_a_swebench_pro_cell_killed_mid_run_and_rerun_redoes_no_finished_instance(pro_runs):
     (folder, config), (reference, reference_config) = pro_runs
-    cell = "reader__scripted__swebench-pro__0"
+    cell = "reader__scripted__full__swebench-pro__0"
     records = f"eval/cells/{cell}.jsonl"
     part = folder / (records + ".part")
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}

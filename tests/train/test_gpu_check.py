@@ -22,7 +22,7 @@ def test_gpu_check_dry_run_validates_everything_without_a_gpu():
     assert plan["architecture"]["parameters"] == 4_022_468_096
     assert plan["architecture"]["vocab"] == 151_669 and plan["architecture"]["tool_call_id"] == 151_657
     assert plan["vllm_mode"] == "colocate" and plan["num_generations"] == 8 and plan["max_new_tokens"] == 1024
-    assert plan["eval_cells"] == ["reader__qwen3-4b-random__execution__0"]
+    assert plan["eval_cells"] == ["reader__qwen3-4b-random__full__execution__0"]
     assert not (ROOT / "results/benchmarks/gpu_check.json").exists() or "dry_run" not in json.loads(
         (ROOT / "results/benchmarks/gpu_check.json").read_text()
     )

@@ -15,7 +15,7 @@ from terminus.errors import TerminusError
 from terminus.eval import record as eval_record
 from terminus.eval.case_study import case_study
 from terminus.eval.grid import check_models, merge_cells, run_cell, run_grid
-from terminus.eval.metrics import summarise, write_csv
+from terminus.eval.summary import summarise, write_csv
 from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.setup import judge_cache_dir, scorer_from_config
 from terminus.tasks.record import load_tasks
@@ -81,9 +81,9 @@ def eval_summary_command(
 
 def _eval_summary(cfg: dict, out: Path) -> None:
     records = merge_cells(cfg, out)
-    rows = summarise(records, stamp(cfg))
+    rows = summarise(records, stamp(cfg), n_boot=cfg["analysis"]["bootstrap"])
     write_csv(rows, out / "summary.csv")
-    typer.echo(f"{len(records)} episodes; {len(rows)} cells in {out / 'summary.csv'}")
+    typer.echo(f"{len(records)} episodes; {len(rows)} arms in {out / 'summary.csv'}")
 
 
 @app.command("case-study")

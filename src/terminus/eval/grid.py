@@ -1,4 +1,4 @@
-"""`terminus eval --config ...`: the evaluation grid. Cells = main agent x subagent x benchmark x seed.
+"""`terminus eval --config ...`: the evaluation grid. Cells = main agent x subagent x context x benchmark x seed.
 
 Benchmarks:
 - `repair`: fault-injected tasks of the split (synthetic failing-test projects, registry mutants); the main
@@ -8,9 +8,10 @@ Benchmarks:
 
 Each cell runs on its own (`terminus eval --cell NAME`, one Snakemake job per cell) with its subagent made once for
 all its episodes, into `cells/<cell>.jsonl`; `records.jsonl` merges the cells. Records (EvalRecord, JSON lines) are
-keyed by cell and task: a rerun after an interruption does only the missing episodes. `summary.csv` has, per
-cell, every metric with a 95% bootstrap interval and the paired difference against the No-Subagent cell of the
-same main agent, benchmark and seed.
+keyed by cell and task: a rerun after an interruption does only the missing episodes. `summary.csv` has, per arm
+(main agent x subagent x context on a benchmark, its seeds pooled), every metric with a 95% cluster-bootstrap
+interval over tasks and the paired difference against the arm without a subagent under the full context;
+`noninferiority.csv` tests each arm's resolve rate against the reference arms (`terminus.eval.noninferiority`).
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from terminus.collect.runner import run_episode, run_jobs
 from terminus.config import resolve, resolve_model
 from terminus.config import stamp as make_stamp
 from terminus.eval.cells import CellError, CellRun, cell_names, find_cell
+from terminus.eval.cost import CellPrices
 from terminus.eval.main_episode import history_fields, main_agent_fields, main_brain
 from terminus.eval.record import EvalRecord, MainAgentRecord
 from terminus.eval.swe_cells import is_swe, swe_episode, swe_instances, write_cell_predictions
+from terminus.eval.usable import usable_rate, verdict_correct
 from terminus.io import read_jsonl, write_jsonl_atomic
 from terminus.mainagent.brains import test_command
 from terminus.mainagent.harness import run_main_agent
@@ -59,7 +62,7 @@ def repair_episode(task: Task, cell: CellRun, *, tasks_file: Path, tokenizer: st
     start = time.perf_counter()
     key = cell.key(task.id)
     result, tree = run_main_agent(
-        main_brain(cell.main),
+        main_brain(cell.main, cell.seed),
         task,
         tasks_file,
         subagent_policy=cell.policy,
@@ -67,10 +70,13 @@ def repair_episode(task: Task, cell: CellRun, *, tasks_file: Path, tokenizer: st
         counter=TokenCounter(tokenizer),
         episode_id=key,
         subagent_turns=cell.sub["tool_call_limit"],
+        context=cell.episode_context(),
     )
     resolved = verify(task, tree, cell.sandbox) if result.error is None else False
     remove_tree(tree.parent)  # a copy of what the sandbox wrote: iterative, never raises (a deep tree is legal)
-    fields = main_agent_fields(cell, task.id, task.language, task.source, result)
+    fields = main_agent_fields(
+        cell, task.id, task.language, task.source, result, task_type=task.task_type, facts=task.facts
+    )
     wall_s = round(time.perf_counter() - start, 3)
     return MainAgentRecord(**fields, resolved=float(resolved), wall_s=wall_s, **cell.stamp).to_dict()
 
@@ -80,6 +86,7 @@ def execution_episode(task: Task, cell: CellRun, *, tasks_file: Path, scorer) ->
     key = cell.key(task.id)
     turns = cell.sub["tool_call_limit"]
     episode = run_episode(task, tasks_file, cell.policy, sandbox=cell.sandbox, max_turns=turns, trajectory_id=key)
+    sub_s = time.perf_counter() - start
     traj = episode.to_dict()
     verdict = scorer.score([traj])[0]
     episode = {
@@ -89,6 +96,7 @@ def execution_episode(task: Task, cell: CellRun, *, tasks_file: Path, scorer) ->
         "answer": "\n".join(f"Command: {e['command']}\nSummary: {e['summary']}" for e in traj["final_answer"] or []),
         "termination": traj["termination"],
     }
+    tokens = traj["prompt_tokens"] + traj["completion_tokens"]
     return EvalRecord(
         key=key,
         main_agent=cell.main["name"],
@@ -96,10 +104,16 @@ def execution_episode(task: Task, cell: CellRun, *, tasks_file: Path, scorer) ->
         benchmark="execution",
         seed=cell.seed,
         task_id=task.id,
+        context=cell.context,
+        task_type=task.task_type,
         language=task.language,
         source=task.source,
+        total_tokens=tokens,
+        **cell.prices.episode(main=None, sub=(traj["prompt_tokens"], traj["completion_tokens"]), sub_s=sub_s),
+        usable_answer_rate=usable_rate([{"final_answer": traj["final_answer"], "commands": episode["commands"]}]),
+        verdict_correct=verdict_correct(episode["answer"], task.facts),
         subagent_calls=1,
-        subagent_tokens=traj["prompt_tokens"] + traj["completion_tokens"],
+        subagent_tokens=tokens,
         subagent_turns=len(traj["turns"]),
         timeouts=sum(t["timed_out"] for t in traj["turns"]),
         **history_fields([], [episode]),
@@ -120,6 +134,14 @@ def check_models(eval_cfg: Eval, names: list[str] | None = None) -> Eval:
     models as absolute paths (a new one; the loaded config is not changed)."""
 
     wanted = {find_cell(filled(eval_cfg), n)[1]["name"] for n in names} if names else None
+    contexts = {}
+    for name, ctx in eval_cfg.contexts.items():  # a summarizer or pruner that is a local model is checked too
+        if ctx.model and ctx.model.policy in LOCAL_POLICIES:
+            model = resolve_model(ctx.model.model)
+            if not Path(model).exists() and (Path(model).is_absolute() or model.startswith((".", "results/"))):
+                raise CellError(f"eval.contexts {name}: model folder {resolve(model)} does not exist")
+            ctx = ctx.model_copy(update={"model": ctx.model.model_copy(update={"model": model})})
+        contexts[name] = ctx
     subagents = []
     for sub in eval_cfg.subagents:
         if sub.model and sub.policy in LOCAL_POLICIES and (wanted is None or sub.name in wanted):
@@ -128,15 +150,18 @@ def check_models(eval_cfg: Eval, names: list[str] | None = None) -> Eval:
                 raise CellError(f"eval.subagents {sub.name}: model folder {resolve(model)} does not exist")
             sub = sub.model_copy(update={"model": model})  # a folder, or a hub id (e.g. Qwen/Qwen3-4B) loaded as is
         subagents.append(sub)
-    return eval_cfg.model_copy(update={"subagents": subagents})
+    return eval_cfg.model_copy(update={"subagents": subagents, "contexts": contexts})
 
 
 @contextlib.contextmanager
-def served_subagent(spec: dict, log_dir: Path) -> Iterator:
-    """The cell's subagent policy (None for No-Subagent), made once for all its episodes (`shared_policy`)."""
+def served_subagent(spec: dict, log_dir: Path, seed: int | None = None) -> Iterator:
+    """The cell's subagent policy (None for No-Subagent), made once for all its episodes (`shared_policy`), sampling
+    at its temperature with the cell's seed."""
     if spec["policy"] == "none":
         yield None
         return
+    temperature = float(spec.get("temperature", 0))
+    sampling = {"temperature": temperature, "seed": seed if temperature > 0 else None}
 
     options = {}
     if spec["policy"] == "openai" and spec.get("api_key_env"):
@@ -153,8 +178,28 @@ def served_subagent(spec: dict, log_dir: Path) -> Iterator:
         max_model_len=spec.get("max_model_len"),
         enable_thinking=spec.get("enable_thinking"),
         gpu_memory_utilization=spec.get("gpu_memory_utilization"),
+        **sampling,
         **options,
     ) as policy:
+        yield policy
+
+
+@contextlib.contextmanager
+def context_model(spec: dict | None, log_dir: Path, seed: int | None = None) -> Iterator:
+    """The model a summarize or prune context calls, made once for the cell (None for the other contexts)."""
+    model = (spec or {}).get("model")
+    if not model:
+        yield None
+        return
+    sub = {
+        "name": f"context-{spec['kind']}",
+        "policy": model["policy"],
+        "model": model["model"],
+        "max_new_tokens": model.get("max_new_tokens", 512),
+        "temperature": model.get("temperature", 0),
+    }
+    sub |= {k: model[k] for k in ("base_url", "api_key_env") if model.get(k)}
+    with served_subagent(sub, log_dir, seed) as policy:
         yield policy
 
 
@@ -172,7 +217,8 @@ def run_cell(
     made once. `resume`: run_jobs's provenance, force and retry_failed (a rerun with other inputs is refused)."""
 
     config, sandbox, ev = run.config, run.sandbox, run.cfg.eval
-    main, sub, bench, seed = find_cell(config["eval"], name)
+    main, sub, context, bench, seed = find_cell(config["eval"], name)
+    context_spec = config["eval"]["contexts"][context]
     if is_swe(bench):  # SWE-family cells bring their own instances; the others run the task file's split
         work = swe_instances(config["eval"], bench)
     else:
@@ -191,8 +237,14 @@ def run_cell(
         # the subagent's model is an input too: a cell rerun after its model was trained again starts afresh
         resume = resume | {"provenance": resume["provenance"] | {"subagent_model": model_stamp(sub["model"])}}
     tokenizer, timeout = ev.tokenizer, ev.swe.timeout_s
-    with served_subagent(sub, out_dir / "logs") as policy:
-        cell = CellRun(main, sub, bench, seed, sandbox, stamp, policy)
+    if context_spec.get("model", {}).get("policy") == "transformers":
+        warm_imports()
+    prices = CellPrices.of(main, sub, context_spec, float(ev.gpu_hour_usd))
+    with (
+        served_subagent(sub, out_dir / "logs", seed) as policy,
+        context_model(context_spec, out_dir / "logs", seed) as summarizer,
+    ):
+        cell = CellRun(main, sub, bench, seed, sandbox, stamp, policy, context, context_spec, summarizer, prices)
         jobs = []
         for item in work:
             if is_swe(bench):

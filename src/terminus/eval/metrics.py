@@ -1,44 +1,10 @@
-"""Per-cell metrics with 95% bootstrap intervals, and paired differences against the No-Subagent baseline.
-
-METRICS is in ranking order: subagents are ranked by the main agent's outcomes (resolve rate, then its cost in tokens
-and turns); the judge score and the fact checker's figures come after, to explain a ranking, never to decide one (the
-judge is a model, and the training reward is one too)."""
+"""What an episode's commands tell: which commands read git history beyond the base commit, and how often the main
+agent reran what its subagent had just run. The per-arm table is `terminus.eval.summary`."""
 
 from __future__ import annotations
 
-import csv
-import io
-import random
 import re
 import shlex
-import statistics
-from collections import defaultdict
-from pathlib import Path
-
-from terminus.io import write_text_atomic
-
-METRICS = (
-    "resolve_rate",
-    "main_agent_tokens",
-    "main_agent_turns",
-    "direct_terminal_calls",
-    "subagent_calls",
-    "rerun_rate",  # no value without a subagent, so its paired difference against No-Subagent stays empty
-    "judge_score",
-    "fact_precision",
-    "fact_recall",
-    "hallucinated",
-    "reward",
-    "subagent_turns",
-    "subagent_tokens",
-    "timeouts",
-    "history_commands",  # commands that read history beyond the base commit, main agent and subagent together
-    "wall_s",
-)
-FIELD = {"resolve_rate": "resolved"}
-CELL = ("main_agent", "subagent", "benchmark", "seed")
-BASELINE = "none"
-
 
 _FULL_LOG = re.compile(r"\s+\(full log kept in the sandbox, filtered\)$")
 _REDIRECT = re.compile(r"\d*>>?\s*(&\d+|\S+)")
@@ -141,68 +107,3 @@ def rerun_rate(subagent_episodes: list[dict], direct_commands: list[dict]) -> fl
         later = [d["command"] for d in direct_commands if d["after"] == i]
         reran += any(command_signatures(c) & ran for c in later)
     return reran / len(subagent_episodes)
-
-
-def bootstrap(values: list[float], n: int = 2000, seed: int = 0, alpha: float = 0.05) -> tuple[float, float, float]:
-    """Mean and the percentile bootstrap interval (seeded: the same data give the same interval)."""
-    if not values:
-        return (float("nan"),) * 3
-    mean = statistics.fmean(values)
-    if len(values) == 1:
-        return mean, mean, mean
-    rng = random.Random(seed)
-    k = len(values)
-    means = sorted(statistics.fmean(rng.choices(values, k=k)) for _ in range(n))
-    return mean, means[int(alpha / 2 * n)], means[min(n - 1, int((1 - alpha / 2) * n))]
-
-
-def _values(records: list[dict], metric: str) -> list[float]:
-    name = FIELD.get(metric, metric)
-    return [float(r[name]) for r in records if r.get(name) is not None]
-
-
-def summarise(records: list[dict], stamp: dict) -> list[dict]:
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for r in records:
-        groups[tuple(r[c] for c in CELL)].append(r)
-    rows = []
-    for cell in sorted(groups, key=lambda c: tuple(str(x) for x in c)):
-        members = groups[cell]
-        row = dict(zip(CELL, cell, strict=True)) | {"n": len(members)}
-        baseline = groups.get((cell[0], BASELINE, cell[2], cell[3]))
-        by_task = {r["task_id"]: r for r in baseline} if baseline else {}
-        for metric in METRICS:
-            mean, lo, hi = bootstrap(_values(members, metric))
-            row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"] = _round(mean), _round(lo), _round(hi)
-            if baseline and cell[1] != BASELINE:
-                name = FIELD.get(metric, metric)
-                diffs = [
-                    float(r[name]) - float(by_task[r["task_id"]][name])
-                    for r in members
-                    if r["task_id"] in by_task
-                    and r.get(name) is not None
-                    and by_task[r["task_id"]].get(name) is not None
-                ]
-                d, dlo, dhi = bootstrap(diffs)
-                row[f"{metric}_diff"], row[f"{metric}_diff_lo"], row[f"{metric}_diff_hi"] = (
-                    _round(d),
-                    _round(dlo),
-                    _round(dhi),
-                )
-        rows.append(row | stamp)
-    return rows
-
-
-def _round(x: float) -> float | str:
-    return "" if x != x else round(x, 4)  # NaN (no data for this metric in this cell) -> empty cell
-
-
-def write_csv(rows: list[dict], path: Path) -> None:
-    columns: list[str] = []
-    for row in rows:
-        columns += [c for c in row if c not in columns]
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, restval="")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_text_atomic(path, buffer.getvalue())

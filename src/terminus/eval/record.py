@@ -22,9 +22,40 @@ class EvalRecord:
     task_id: str
     language: str
     source: str
+    context: str = "full"
+    """The main agent's context policy (`eval.contexts`); `full` for execution cells."""
+    task_type: str = ""
     main_agent_tokens: int | None = None
     main_prompt_tokens: int | None = None
     main_completion_tokens: int | None = None
+    main_tokens_uncached: int | None = None
+    """Prompt tokens billed at the input price: the prompt less what the provider's prefix cache served."""
+    main_tokens_cache_read: int | None = None
+    main_tokens_output: int | None = None
+    peak_context_tokens: int | None = None
+    """The main agent's longest prompt in the episode."""
+    total_tokens: int | None = None
+    """The main agent's tokens, the subagent's and the context model's, together."""
+    token_cost_usd: float | None = None
+    """Dollars for tokens (configs/prices.yaml; None where a price is unknown): `terminus.eval.cost`."""
+    gpu_s: float | None = None
+    """Local models' time (subagent, context model): wall-clock, priced at eval.gpu_hour_usd."""
+    gpu_cost_usd: float | None = None
+    cost_usd: float | None = None
+    """token_cost_usd + gpu_cost_usd."""
+    context_tokens: int | None = None
+    """The context policy's model tokens (summarize, prune)."""
+    context_stats: dict = field(default_factory=dict)
+    """What the context policy did: condensations, masked, cut, failures (`ContextStats`)."""
+    usable_answer_rate: float | None = None
+    """The share of subagent answers that are usable: parsed, a command run, each `Command:` one that ran, no
+    tool-call markup (`terminus.eval.usable`)."""
+    fallback_rate: float | None = None
+    """The share of subagent answers after which the main agent ran its own terminal before the next call."""
+    verdict_correct: float | None = None
+    """1.0 when the subagent's first answer's verdict (the tests pass or fail) is the task's truth."""
+    turn_limit: float | None = None
+    """1.0 when the main agent used up its turns."""
     main_agent_turns: int | None = None
     direct_terminal_calls: int | None = None
     subagent_calls: int | None = None

@@ -42,10 +42,12 @@ def swe_episode(inst, cell: CellRun, *, tokenizer: str, timeout_s: float) -> dic
     # the instance brings its environment (an image, or a local repository) into the run's sandbox
     with instance_sandbox(inst, sandbox, limits, for_agent=True) as (box, workdir):
         if inst.repo_path:  # a local repository: the workspace is the checkout, tools work on the host copy
-            bench_tools = Workbench(box, sandbox, policy, turns)  # its subagent: the run's sandbox
+            bench_tools = Workbench(box, sandbox, policy, turns, cell.episode_context())  # subagent: run's sandbox
         else:  # an image: the repository is at the image's path; tools and subagent use the container itself
-            bench_tools = InstanceWorkbench(AtWorkdir(box, inst.workdir or "/"), sandbox, policy, turns)
-        result = MainAgentLoop(main_brain(cell.main), TokenCounter(tokenizer)).run(
+            bench_tools = InstanceWorkbench(
+                AtWorkdir(box, inst.workdir or "/"), sandbox, policy, turns, cell.episode_context()
+            )
+        result = MainAgentLoop(main_brain(cell.main, cell.seed), TokenCounter(tokenizer)).run(
             bench_tools, inst.problem_statement, key
         )
         try:
@@ -69,9 +71,10 @@ def swe_episode(inst, cell: CellRun, *, tokenizer: str, timeout_s: float) -> dic
 def write_cell_predictions(records: list[dict], out_dir: Path, name: str) -> Path:
     """`eval/predictions/<cell>.jsonl` in SWE-bench's format: {instance_id, model_name_or_path, model_patch}."""
 
-    main, sub = name.split(SEP)[:2]
+    main, sub, context = name.split(SEP)[:3]
+    label = f"{main}+{sub}" if context == "full" else f"{main}+{sub}+{context}"
     rows = [
-        {"instance_id": r["task_id"], "model_name_or_path": f"{main}+{sub}", "model_patch": r.get("model_patch") or ""}
+        {"instance_id": r["task_id"], "model_name_or_path": label, "model_patch": r.get("model_patch") or ""}
         for r in records
     ]
     path = out_dir / "predictions" / f"{name}.jsonl"

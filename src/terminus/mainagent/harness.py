@@ -24,6 +24,7 @@ from terminus.agent.terminal import TERMINAL_TOOL, observation
 from terminus.agent.trajectory import command_brief
 from terminus.config import ROOT
 from terminus.errors import TerminusError, debug_enabled
+from terminus.mainagent.context import ContextPolicy
 from terminus.mainagent.submit import tree_diff
 from terminus.mainagent.tokens import TokenCounter
 from terminus.sandbox import Limits, OutsideWorkspaceError, SandboxError, SandboxSpec, make_sandbox
@@ -81,6 +82,7 @@ SUBAGENT_TOOL = {  # the input of VS Code's execution_subagent (microsoft/vscode
     },
 }
 MAIN_TURNS = 40  # the main agent's turn budget
+CACHE_MIN_TOKENS = 1024  # OpenAI's prompt caching starts at 1,024 tokens
 DEFAULT_MAIN_PROMPTS = ROOT / "configs" / "mainagent" / "swe.yaml"
 MAIN_PROMPT_KEYS = ("system", "user", "turn_limit")
 
@@ -103,6 +105,10 @@ class MainAgentResult:
     subagent_tokens: int = 0
     subagent_turns: int = 0
     timeouts: int = 0
+    cache_read_tokens: int = 0  # prompt tokens a prefix cache serves (`MainAgentLoop.cached`)
+    peak_context_tokens: int = 0  # the longest prompt of the episode
+    subagent_wall_s: float = 0.0  # time spent in subagent calls (a local subagent's GPU time)
+    context: dict = field(default_factory=dict)  # what the context policy did (`ContextStats`)
     subagent_episodes: list[dict] = field(default_factory=list)
     per_turn: list[dict] = field(default_factory=list)
     edits: list[dict] = field(default_factory=list)
@@ -124,11 +130,15 @@ class Workbench:
     """The main agent's tools over one sandbox; the subagent gets a fresh sandbox (of `sandbox`) over the current
     files, and `subagent_turns` turns a call (eval's `tool_call_limit`)."""
 
-    def __init__(self, box, sandbox: SandboxSpec, subagent_policy, subagent_turns: int) -> None:
+    def __init__(
+        self, box, sandbox: SandboxSpec, subagent_policy, subagent_turns: int, context: ContextPolicy | None = None
+    ) -> None:
         self.box = box
         self.sandbox = sandbox
         self.subagent_policy = subagent_policy
         self.subagent_turns = subagent_turns
+        self.context = context or ContextPolicy()
+        self.intent = ""  # the main agent's words with its last call (what a pruner keeps lines for)
 
     @property
     def tools(self) -> list[dict]:
@@ -142,7 +152,8 @@ class Workbench:
             result.direct_commands.append({"command": command, "after": result.subagent_calls})
             out = self.box.run(command, float(args.get("timeout_ms", 120_000)) / 1000)
             result.timeouts += int(out.timed_out)
-            return truncate(normalise_timing(observation(out)))  # as every model reads output (timing.py)
+            text = truncate(normalise_timing(observation(out)))  # as every model reads output (timing.py)
+            return self.context.observe(text, f"{self.intent}\n$ {command}".strip())
         if name == "read_file":
             return self.read(str(args.get("path", "")))
         if name == "edit_file":
@@ -153,10 +164,12 @@ class Workbench:
                 return f"error: execution_subagent needs {' and '.join(missing)} (both query and description)"
             result.subagent_calls += 1
             query = str(args["query"])
+            start = time.perf_counter()
             with self.subagent_box() as sub_box:
                 agent = ExecutionSubagent(self.subagent_policy, sub_box, AgentConfig(max_turns=self.subagent_turns))
                 traj = agent.run(query, str(args["description"]), parent_id=parent_id)
             answer = answer_text(traj)
+            result.subagent_wall_s += time.perf_counter() - start
             result.subagent_turns += len(traj.turns)
             result.subagent_tokens += traj.prompt_tokens + traj.completion_tokens
             result.timeouts += sum(t.timed_out for t in traj.turns)
@@ -264,19 +277,27 @@ class MainAgentLoop:
             {"role": "user", "content": self.prompts.render("user", **values)},
         ]
         result.termination = "turn_limit"
+        context, sent = bench.context, []
         try:
             for _ in range(self.max_turns):
+                messages = context.condense(messages, lambda m: self.counter.messages(m, bench.tools))
                 reply = self.brain.next_step(messages, bench.tools)
                 prompt = self.counter.messages(messages, bench.tools)
                 completion = self.counter.message(reply)
                 usage = reply.get("usage") or {}
                 prompt, completion = usage.get("prompt_tokens", prompt), usage.get("completion_tokens", completion)
+                cached = usage.get("cached_tokens")
+                cached = self.cached(sent, messages, bench.tools) if cached is None else cached
+                sent = [*messages, assistant_message(reply)]
                 result.prompt_tokens += prompt
                 result.completion_tokens += completion
+                result.cache_read_tokens += min(cached, prompt)
+                result.peak_context_tokens = max(result.peak_context_tokens, prompt)
                 result.turns += 1
                 names = [c.get("function", {}).get("name", "") for c in reply.get("tool_calls") or []]
                 result.per_turn.append({"prompt_tokens": prompt, "completion_tokens": completion, "tools": names})
                 message = assistant_message(reply)
+                bench.intent = message.get("content") or ""
                 messages.append(message)
                 if not reply.get("tool_calls"):
                     result.final_message = message["content"]
@@ -301,7 +322,23 @@ class MainAgentLoop:
             result.termination = "error"
         if result.termination == "turn_limit":
             result.final_message = self.prompts.render("turn_limit", **values)
+        result.context = context.stats.to_dict()
         return result
+
+    def cached(self, sent: list[dict], messages: list[dict], tools: list[dict]) -> int:
+        """Prompt tokens a provider's automatic prefix cache would serve, for a main agent whose endpoint does not
+        report them (reader, replay; `usage.cached_tokens` otherwise): the tools and the leading messages this prompt
+        shares with the last one (its prompt and reply), from `CACHE_MIN_TOKENS` on, as OpenAI caches. A context
+        policy that rewrites old messages (mask, summarize) breaks the prefix there, as it does at a provider."""
+        shared = 0
+        for old, new in zip(sent, messages, strict=False):
+            if old != new:
+                break
+            shared += 1
+        if shared == 0:
+            return 0
+        tokens = self.counter.messages(messages[:shared], tools)
+        return tokens if tokens >= CACHE_MIN_TOKENS else 0
 
 
 def run_main_agent(
@@ -315,6 +352,7 @@ def run_main_agent(
     counter: TokenCounter | None = None,
     max_turns: int = MAIN_TURNS,
     episode_id: str = "",
+    context: ContextPolicy | None = None,
 ) -> tuple[MainAgentResult, Path]:
     """Run one main-agent episode on a copy of the task's repository; returns the result and the edited tree."""
 
@@ -323,7 +361,7 @@ def run_main_agent(
     keep = Path(tempfile.mkdtemp(prefix="main-", dir=run_root()))  # under the run's root: kill -9 cleans up too
     start = time.perf_counter()
     with make_sandbox(sandbox, task.workspace_path(tasks_file), limits=limits) as box:
-        bench = Workbench(box, sandbox, subagent_policy, subagent_turns)
+        bench = Workbench(box, sandbox, subagent_policy, subagent_turns, context)
         brain.prepare(task) if hasattr(brain, "prepare") else None
         result = MainAgentLoop(brain, counter, max_turns).run(bench, task_description(task), episode_id)
         # The sandbox wrote this tree: links are copied as links and special files (a FIFO would block the copy)

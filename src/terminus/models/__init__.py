@@ -48,6 +48,8 @@ def shared_policy(
     max_model_len: int | None = None,
     enable_thinking: bool | None = None,
     gpu_memory_utilization: float | None = None,
+    temperature: float = 0.0,
+    seed: int | None = None,
     **options,
 ) -> Iterator:
     """A policy that many episodes share at once, made once for a stage or a grid cell. `vllm` is served by vLLM's
@@ -55,13 +57,16 @@ def shared_policy(
     the work; stopped by PID at the end), since one in-process engine cannot serve threads; `gpu_memory_utilization`
     is its share of the GPU (None: vLLM's default). `transformers` is loaded once and generates under a lock; the
     others are made as `make_policy` makes them. `enable_thinking` (local models) None is
-    `terminus.agent.template.ENABLE_THINKING`."""
+    `terminus.agent.template.ENABLE_THINKING`. `temperature` and `seed`: sampling (0: greedy; the seed makes a
+    sampled run repeatable and another seed another run; endpoints get it as the request's `seed`)."""
 
     thinking = ENABLE_THINKING if enable_thinking is None else enable_thinking
     if name != "vllm":
         if name == "transformers":
             options["max_new_tokens"] = max_new_tokens
             options["enable_thinking"] = thinking
+        if name in ("transformers", "openai"):
+            options |= {"temperature": temperature, "seed": seed}
         yield make_policy(name, model=model, base_url=base_url, **options)
         return
     if not model:
@@ -80,4 +85,4 @@ def shared_policy(
         chat_kwargs={"enable_thinking": thinking},
         gpu_memory_utilization=gpu_memory_utilization,
     ) as url:
-        yield OpenAIPolicy(served_name, base_url=url, max_tokens=max_new_tokens)
+        yield OpenAIPolicy(served_name, base_url=url, max_tokens=max_new_tokens, temperature=temperature, seed=seed)

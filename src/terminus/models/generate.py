@@ -13,6 +13,8 @@ through `use_vllm`:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from typing import Protocol
 
@@ -60,6 +62,12 @@ def eos_ids(model, tokenizer) -> set[int]:
     return set(eos if isinstance(eos, list | tuple) else [eos])
 
 
+def call_seed(seed: int, prompts: list[list[int]]) -> int:
+    """A 63-bit seed for one generate call: the run's seed and the token ids it is asked to continue."""
+    digest = hashlib.sha256(json.dumps([seed, prompts]).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
 class TransformersGenerator:
     """Left-padded batched `generate`. Generators of one model share its lock: threads share a model, one
     generation at a time."""
@@ -73,8 +81,10 @@ class TransformersGenerator:
         name: str = "",
         lock: threading.Lock | None = None,
         chat_kwargs: dict | None = None,
+        seed: int | None = None,
     ) -> None:
         self.model, self.tokenizer = model, tokenizer
+        self.seed = seed  # sampling seed (temperature > 0): each call's draw is fixed by it and the prompts
         self.chat_kwargs = chat_kwargs  # over terminus.agent.template.CHAT_KWARGS (thinking off)
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
         self.name = name or f"transformers:{getattr(model, 'name_or_path', 'model')}"
@@ -103,6 +113,10 @@ class TransformersGenerator:
             else {"do_sample": False}
         )
         with self.lock, torch.no_grad():
+            if self.temperature > 0 and self.seed is not None:
+                # Seeded per call from the seed and the prompts, under the lock: the same episode draws the same
+                # tokens whatever other threads sample in between, and another seed draws others.
+                torch.manual_seed(call_seed(self.seed, prompts))
             output = self.model.generate(
                 input_ids=input_ids,
                 attention_mask=attention,

@@ -65,6 +65,7 @@ class TransformersPolicy:
         temperature: float = 0.0,
         device: str | None = None,
         enable_thinking: bool | None = None,
+        seed: int | None = None,
     ):
 
         net, tokenizer = load_transformers(model, device)
@@ -72,7 +73,7 @@ class TransformersPolicy:
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
         thinking = {} if enable_thinking is None else {"enable_thinking": enable_thinking}
         self.generator = TransformersGenerator(
-            net, tokenizer, max_new_tokens, temperature, self.name, model_lock(net), chat_kwargs=thinking
+            net, tokenizer, max_new_tokens, temperature, self.name, model_lock(net), chat_kwargs=thinking, seed=seed
         )
 
     def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:

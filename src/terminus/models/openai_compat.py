@@ -100,8 +100,19 @@ def _message_of(response) -> dict:
         reply["usage"] = {
             "prompt_tokens": response.usage.prompt_tokens,
             "completion_tokens": response.usage.completion_tokens,
+            "cached_tokens": cached_tokens(response.usage, "prompt_tokens_details"),
         }
     return reply
+
+
+def cached_tokens(usage, details: str) -> int | None:
+    """Prompt tokens the provider read from its prompt cache (billed at the cache price): OpenAI's
+    `{prompt,input}_tokens_details.cached_tokens`, or Anthropic's `cache_read_input_tokens` on its compatible
+    endpoint; None where the reply does not say."""
+    found = getattr(getattr(usage, details, None), "cached_tokens", None)
+    if found is None:
+        found = getattr(usage, "cache_read_input_tokens", None)
+    return int(found) if isinstance(found, int) else None
 
 
 def _responses_input(messages: list[dict]) -> list[dict]:
@@ -162,6 +173,7 @@ def _message_of_response(response) -> dict:
         reply["usage"] = {
             "prompt_tokens": response.usage.input_tokens,
             "completion_tokens": response.usage.output_tokens,
+            "cached_tokens": cached_tokens(response.usage, "input_tokens_details"),
         }
     return reply
 

@@ -237,10 +237,17 @@ class MainAgent(Section):
     """{name, kind: reader} (offline, acts on what it reads), {name, kind: replay} (a fixed plan) or
     {name, kind: llm, model, base_url, api_key_env}."""
 
-    OMIT_UNSET = frozenset({"model", "base_url", "api_key_env", "request_timeout", "max_retries"})
+    OMIT_UNSET = frozenset({"model", "base_url", "api_key_env", "request_timeout", "max_retries", "price_as"})
     name: CellName
     kind: Literal["reader", "replay", "llm"]
     model: StrictStr | None = None
+    temperature: Annotated[StrictInt | StrictFloat, Field(ge=0)] = Field(
+        0, description="llm: sampling temperature, as the agent is deployed (reader, replay: deterministic)."
+    )
+    price_as: StrictStr | None = Field(
+        None,
+        description="configs/prices.yaml model whose prices its tokens cost (default: model; reader, replay: none).",
+    )
     base_url: StrictStr | None = None
     api_key_env: StrictStr | None = None
     api: Api = Field("chat", description=API_HELP)
@@ -295,12 +302,72 @@ class Subagent(Section):
     request_timeout: PositiveNumber | None = Field(None, description=OVERRIDE_TIMEOUT)
     max_retries: Count(0) | None = Field(None, description=OVERRIDE_RETRIES)
     tool_call_limit: TurnLimit = turn_limit("Subagent turns per call (the paper's; VS Code's is 5).")
+    temperature: Annotated[StrictInt | StrictFloat, Field(ge=0)] = Field(
+        0, description="Sampling temperature (the paper's subagent and VS Code's harness: 0; 0 = greedy)."
+    )
 
     @model_validator(mode="after")
     def _model_policy_has_model(self) -> Subagent:
         if self.policy in self.MODEL_POLICIES and self.model is None:
             raise ValueError(f"model: required for a subagent of policy {self.policy}")
         return self
+
+
+class ContextModel(Section):
+    """The model a `summarize` or `prune` context calls: a local model (transformers, vllm; its time is priced at
+    eval.gpu_hour_usd) or an endpoint (openai; its tokens priced by configs/prices.yaml as `price_as`)."""
+
+    OMIT_UNSET = frozenset({"base_url", "api_key_env", "price_as"})
+    policy: Literal["transformers", "vllm", "openai"]
+    model: StrictStr
+    base_url: StrictStr | None = None
+    api_key_env: StrictStr | None = None
+    max_new_tokens: Count(16) = Field(512, description="Tokens the summary or the pruned output may take.")
+    temperature: Annotated[StrictInt | StrictFloat, Field(ge=0)] = Field(0, description="Sampling temperature.")
+    price_as: StrictStr | None = Field(None, description="configs/prices.yaml model its tokens cost as (openai).")
+
+
+CONTEXT_SHORT = {"truncate": "trunc"}  # a context's name holds its kind, or this short form (`trunc10k`)
+
+
+class Context(Section):
+    """How the main agent's context is managed (issue 42's arms; what a practitioner does instead of a subagent):
+    full = every observation as the terminal gives it (head and tail at 30,000 characters); truncate = each
+    observation cut to its head and tail at `max_bytes`; mask = observations older than the last `keep` replaced by a
+    one-line placeholder; extract = no model, each observation longer than `max_bytes` cut to its error, failure and
+    warning lines plus head and tail; summarize = when the prompt passes `trigger_tokens`, `model` condenses the
+    events between the task and the last `keep` messages (OpenHands' LLM-summarizing condenser); prune = `model`
+    keeps the lines of each observation longer than `max_bytes` that matter to the main agent's stated intent
+    (Squeez-style)."""
+
+    OMIT_UNSET = frozenset({"model"})
+    kind: Literal["full", "truncate", "mask", "summarize", "prune", "extract"]
+    max_bytes: Count(64) = Field(10_000, description="truncate, extract, prune: observations above this are cut.")
+    keep: Count(1) = Field(10, description="mask: observations kept whole; summarize: last messages kept whole.")
+    trigger_tokens: Count(64) = Field(16_000, description="summarize: prompt tokens above which it condenses.")
+    model: ContextModel | None = Field(None, description="summarize, prune: the model that does it.")
+
+    @model_validator(mode="after")
+    def _model_where_needed(self) -> Context:
+        needs = self.kind in ("summarize", "prune")
+        if needs and self.model is None:
+            raise ValueError(f"model: required for a context of kind {self.kind}")
+        if not needs and self.model is not None:
+            raise ValueError(f"model: a context of kind {self.kind} calls no model")
+        return self
+
+
+CellPart = StrictStr | list[StrictStr]
+
+
+class Exclude(Section):
+    """Cells left out of the product (main x subagent x context x benchmark): a cell matching every key a rule
+    names (a name or a list of names) is not run."""
+
+    main: CellPart | None = None
+    subagent: CellPart | None = None
+    context: CellPart | None = None
+    benchmark: CellPart | None = None
 
 
 class EvalJudge(Section):
@@ -347,6 +414,28 @@ class Eval(Section):
     tokenizer: Literal["qwen", "cl100k"] = Field("qwen", description="The main model's tokenizer for token counts.")
     case_study_task: StrictStr | None = Field(None, description="Task of the case study (null = pick).")
     judge: EvalJudge = Field(default_factory=EvalJudge)
+    contexts: dict[CellName, Context] = Field(
+        default_factory=lambda: {"full": Context(kind="full")},
+        description="The main agent's context policies by name (a cell-name part holding its kind: full, trunc10k, "
+        "mask10, extract, summarize, prune). Execution cells (no main agent) run under `full` alone.",
+    )
+    exclude: list[Exclude] = Field(
+        [], description="Cells left out of the product ({main, subagent, context, benchmark})."
+    )
+    gpu_hour_usd: Share = Field(
+        2.5, description="Dollars per GPU hour for local models' time (subagents, context models) in cost_usd."
+    )
+
+    @model_validator(mode="after")
+    def _contexts(self) -> Eval:
+        if "full" not in self.contexts or self.contexts["full"].kind != "full":
+            raise ValueError("contexts: needs `full: {kind: full}` (execution cells and the reference arm use it)")
+        for name, ctx in self.contexts.items():
+            if CONTEXT_SHORT.get(ctx.kind, ctx.kind) not in name:
+                raise ValueError(
+                    f"contexts.{name}: the name must hold its kind ({CONTEXT_SHORT.get(ctx.kind, ctx.kind)})"
+                )
+        return self
 
     @model_validator(mode="after")
     def _unique(self) -> Eval:
@@ -363,6 +452,17 @@ class Eval(Section):
                     )
                 seen.add(value)
         return self
+
+
+class Analysis(Section):
+    """How the grid's results are judged (`eval/noninferiority.csv`)."""
+
+    noninferiority_margin: Annotated[StrictInt | StrictFloat, Field(ge=0, le=1)] = Field(
+        0.025,
+        description="Resolve-rate margin (a share: 0.025 = 2.5 points) an arm may lose against a reference arm and "
+        "still be non-inferior; fixed before the run.",
+    )
+    bootstrap: Count(100) = Field(2000, description="Cluster-bootstrap resamples (tasks, with all their runs).")
 
 
 class Config(Section):
@@ -395,3 +495,4 @@ class Config(Section):
     model: Model = Field(default_factory=Model)
     judge: Judge = Field(default_factory=Judge)
     eval: Eval = Field(default_factory=Eval)
+    analysis: Analysis = Field(default_factory=Analysis)

@@ -1,0 +1,216 @@
+"""`eval/summary.csv`: per arm (main agent x subagent x context on a benchmark), every metric with a 95% interval,
+its seeds pooled, and the paired difference against the arm with no subagent under the full context.
+
+- Runs are pooled with a cluster bootstrap over tasks: a task's value is the mean over its runs (seeds), and tasks
+  are resampled with all their runs (`cluster_bootstrap`), so that n is the number of tasks, not of episodes.
+- METRICS is in ranking order: arms are ranked by the main agent's outcome (resolve rate), then by what it cost
+  (tokens, dollars, turns); the judge score and the fact checker's figures come after, to explain a ranking, never to
+  decide one (the judge is a model, and the training reward is one too).
+- Rates are means of 0/1 fields: `error_rate` of `error` set, `turn_limit_rate` of `turn_limit`, `verdict_accuracy`
+  of `verdict_correct`. `cost_per_resolved_usd` is the arm's dollars over its resolved tasks (a ratio of sums).
+- Main-agent tokens fall when an episode ends early on an error, so `error_rate` stands beside them, and tokens and
+  dollars are also given over the tasks that both the arm and its reference resolved (`*_both_resolved`).
+- `wall_s`, `gpu_s`, `gpu_cost_usd` and `cost_usd` (which holds the GPU dollars) are wall-clock figures: they vary
+  between runs as time does; `token_cost_usd` does not.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from terminus.io import write_text_atomic
+
+METRICS = (
+    "resolve_rate",
+    "main_agent_tokens",
+    "total_tokens",
+    "cost_usd",
+    "token_cost_usd",
+    "main_tokens_uncached",
+    "main_tokens_cache_read",
+    "main_tokens_output",
+    "peak_context_tokens",
+    "main_agent_turns",
+    "direct_terminal_calls",
+    "subagent_calls",
+    "usable_answer_rate",
+    "fallback_rate",
+    "verdict_accuracy",
+    "error_rate",
+    "turn_limit_rate",
+    "rerun_rate",  # no value without a subagent, so its paired difference against No-Subagent stays empty
+    "judge_score",
+    "fact_precision",
+    "fact_recall",
+    "hallucinated",
+    "reward",
+    "subagent_turns",
+    "subagent_tokens",
+    "context_tokens",
+    "timeouts",
+    "history_commands",  # commands that read history beyond the base commit, main agent and subagent together
+    "gpu_s",
+    "gpu_cost_usd",
+    "wall_s",
+)
+FIELD = {"resolve_rate": "resolved", "verdict_accuracy": "verdict_correct", "turn_limit_rate": "turn_limit"}
+ARM = ("main_agent", "subagent", "context", "benchmark")
+BASELINE = ("none", "full")  # the reference arm's subagent and context
+BOTH_RESOLVED = ("total_tokens", "cost_usd", "token_cost_usd")
+
+
+def _value(record: dict, metric: str) -> float | None:
+    if metric == "error_rate":
+        return float(record.get("error") is not None)
+    value = record.get(FIELD.get(metric, metric))
+    return None if value is None else float(value)
+
+
+def per_task(records: list[dict], metric: str) -> dict[str, list[float]]:
+    """Each task's values of the metric over its runs (episodes without a value left out)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        v = _value(r, metric)
+        if v is not None:
+            out[r["task_id"]].append(v)
+    return dict(out)
+
+
+def cluster_bootstrap(
+    by_task: dict[str, list[float]], n: int = 2000, seed: int = 0, alpha: float = 0.05
+) -> tuple[float, float, float]:
+    """The mean of the tasks' means and its percentile interval, resampling tasks with all their runs (seeded: the
+    same data give the same interval). NaNs without data; the value itself, thrice, for one task."""
+    means = [statistics.fmean(v) for _, v in sorted(by_task.items()) if v]
+    return bootstrap(means, n, seed, alpha)
+
+
+def bootstrap(values: list[float], n: int = 2000, seed: int = 0, alpha: float = 0.05) -> tuple[float, float, float]:
+    """Mean and the percentile bootstrap interval (seeded: the same data give the same interval)."""
+    if not values:
+        return (float("nan"),) * 3
+    mean = statistics.fmean(values)
+    if len(values) == 1:
+        return mean, mean, mean
+    rng = random.Random(seed)
+    k = len(values)
+    means = sorted(statistics.fmean(rng.choices(values, k=k)) for _ in range(n))
+    return mean, means[int(alpha / 2 * n)], means[min(n - 1, int((1 - alpha / 2) * n))]
+
+
+def quantile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def cost_per_resolved(records: list[dict], n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Dollars per resolved task (sum of cost over sum of resolved), with a cluster-bootstrap interval."""
+    tasks: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for r in records:
+        if r.get("cost_usd") is not None and r.get("resolved") is not None:
+            tasks[r["task_id"]].append((float(r["cost_usd"]), float(r["resolved"])))
+    if not tasks:
+        return (float("nan"),) * 3
+    pairs = [(statistics.fmean(c for c, _ in v), statistics.fmean(s for _, s in v)) for _, v in sorted(tasks.items())]
+
+    def ratio(sample):
+        solved = sum(s for _, s in sample)
+        return sum(c for c, _ in sample) / solved if solved else float("nan")
+
+    value = ratio(pairs)
+    rng = random.Random(seed)
+    draws = sorted(x for x in (ratio(rng.choices(pairs, k=len(pairs))) for _ in range(n)) if x == x)
+    if len(pairs) == 1 or not draws:
+        return value, value, value
+    return value, draws[int(0.025 * len(draws))], draws[min(len(draws) - 1, int(0.975 * len(draws)))]
+
+
+def both_resolved(members: list[dict], baseline: list[dict]) -> dict:
+    """Tokens and dollars of the arm and of its reference over the tasks that both resolved in every run."""
+
+    def solved(records):
+        by: dict[str, list[float]] = defaultdict(list)
+        for r in records:
+            by[r["task_id"]].append(float(r.get("resolved") or 0))
+        return {t for t, v in by.items() if v and min(v) == 1.0}
+
+    tasks = solved(members) & solved(baseline)
+    row: dict = {"n_both_resolved": len(tasks)}
+    for metric in BOTH_RESOLVED:
+        for label, records in (("", members), ("ref_", baseline)):
+            values = [statistics.fmean(v) for t, v in per_task(records, metric).items() if t in tasks]
+            row[f"{label}{metric}_both_resolved"] = _round(statistics.fmean(values), _digits(metric)) if values else ""
+    return row
+
+
+def summarise(records: list[dict], stamp: dict, *, n_boot: int = 2000) -> list[dict]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        r = {"context": "full"} | r
+        groups[tuple(r[c] for c in ARM)].append(r)
+    rows = []
+    for arm in sorted(groups, key=lambda c: tuple(str(x) for x in c)):
+        members = groups[arm]
+        tasks = {r["task_id"] for r in members}
+        row = dict(zip(ARM, arm, strict=True)) | {
+            "n": len(tasks),
+            "runs": len({r["seed"] for r in members}),
+            "episodes": len(members),
+        }
+        key = (arm[0], *BASELINE, arm[3])
+        baseline = groups.get(key) if arm != key else None
+        for metric in METRICS:
+            mean, lo, hi = cluster_bootstrap(per_task(members, metric), n_boot)
+            k = _digits(metric)
+            row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"] = _round(mean, k), _round(lo, k), _round(hi, k)
+            if baseline:
+                ref = per_task(baseline, metric)
+                mine = per_task(members, metric)
+                diffs = {t: [statistics.fmean(v) - statistics.fmean(ref[t])] for t, v in mine.items() if t in ref}
+                d, dlo, dhi = cluster_bootstrap(diffs, n_boot)
+                row[f"{metric}_diff"], row[f"{metric}_diff_lo"], row[f"{metric}_diff_hi"] = (
+                    _round(d, k),
+                    _round(dlo, k),
+                    _round(dhi, k),
+                )
+        walls = [float(r["wall_s"]) for r in members if r.get("wall_s") is not None]
+        row["wall_s_p50"], row["wall_s_p90"] = _round(quantile(walls, 0.5)), _round(quantile(walls, 0.9))
+        value, lo, hi = cost_per_resolved(members, n_boot)
+        row["cost_per_resolved_usd"], row["cost_per_resolved_usd_lo"], row["cost_per_resolved_usd_hi"] = (
+            _round(value, 6),
+            _round(lo, 6),
+            _round(hi, 6),
+        )
+        if baseline:
+            row |= both_resolved(members, baseline)
+        rows.append(row | stamp)
+    return rows
+
+
+def _round(x: float, digits: int = 4) -> float | str:
+    return "" if x != x else round(x, digits)  # NaN (no data for this metric here) -> empty
+
+
+def _digits(metric: str) -> int:
+    return 6 if "usd" in metric else 4  # dollars of a short episode are fractions of a cent
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    columns: list[str] = []
+    for row in rows:
+        columns += [c for c in row if c not in columns]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(path, buffer.getvalue())
