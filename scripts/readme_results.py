@@ -144,6 +144,10 @@ def _k(tokens: float) -> str:
     return f"{tokens / 1000:.1f}k"
 
 
+def _ms(value: float) -> str:
+    return f"{value:.{0 if value >= 20 else 1}f} ms"
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
@@ -244,10 +248,9 @@ def figures() -> dict[str, str]:
     )
     out["savings_tiny"] = _k(by["tiny-base"]["tokens"])
     overhead = _json("sandbox_overhead")
-    out["overhead"] = ", ".join(
-        f"{name} {overhead[name]['median_overhead_ms']:.{0 if overhead[name]['median_overhead_ms'] >= 20 else 1}f} ms"
-        for name in ("local", "bwrap", "docker")
-    )
+    ms = {name: _ms(overhead[name]["median_overhead_ms"]) for name in ("local", "bwrap", "docker")}
+    out["overhead"] = ", ".join(f"{name} {value}" for name, value in ms.items())
+    out["overhead_bwrap"], out["overhead_docker"] = ms["bwrap"], ms["docker"]
     compression = _json("summary_compression")
     out["compression"] = f"{100 * compression['ratio_median']:.1f}%"
     out["compression_recall"] = f"{compression['fact_recall']:.1f}"
@@ -257,8 +260,11 @@ def figures() -> dict[str, str]:
     batching = _json("rollout_batching")
     speedups = f"{batching['speedup']:.1f}x faster, generation {batching['generation_speedup']:.2f}x"
     out["batching"] = f"{batching['episodes']} episodes {speedups}"
+    out["batching_generation"] = f"{batching['generation_speedup']:.2f}x"
     throughput = _json("rollout_throughput")
     out["throughput"] = f"{throughput['speedup_32']:.0f}x"
+    out["throughput_32"] = f"{throughput['speedup_32']:.2f}x"
+    out["throughput_wait"] = f"{throughput['wait_s']:.0f} s"
     out["throughput_cpu"] = f"{throughput['cpu_bound']['speedup_32']:.1f}x"
     from terminus.config import load_config
     from terminus.eval.cells import cell_names, cell_needs_gpu
@@ -280,7 +286,7 @@ def render(text: str, page: str = "README.md", values: dict[str, str] | None = N
     if unknown:
         raise SystemExit(f"{page} names figures or tables that scripts/readme_results.py does not make: {unknown}")
     text = FIGURE.sub(lambda m: f"<!-- f:{m.group(1)} -->{values[m.group(1)]}<!-- /f -->", text)
-    return TABLE.sub(lambda m: f"<!-- results:{m.group(1)} -->\n{made[m.group(1)]}\n<!-- /results:{m.group(1)} -->", text)
+    return TABLE.sub(lambda m: f"<!-- results:{(n := m.group(1))} -->\n{made[n]}\n<!-- /results:{n} -->", text)
 
 
 def main() -> int:
