@@ -27,7 +27,7 @@ demo: $(STAMP) sysdeps
 	$(BIN)/snakemake --workflow-profile workflow/profiles/local
 
 # `snakemake --profile local|slurm` looks in the working directory and in the user's snakemake config dir:
-# link ours there, so the README's commands work as written.
+# link ours there, so the commands of docs/reproduce.md work as written.
 install-profiles:
 	mkdir -p $${XDG_CONFIG_HOME:-$$HOME/.config}/snakemake
 	ln -sfn $(CURDIR)/workflow/profiles/local $${XDG_CONFIG_HOME:-$$HOME/.config}/snakemake/local

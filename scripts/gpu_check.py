@@ -17,7 +17,7 @@ measure the machinery at that shape: vLLM's generation throughput for 32 sequenc
 episodes of ~1-3k tokens, the weight sync, peak memory at those lengths, the served cell's start-up and throughput.
 They are not a trained model's episodes (6-40k tokens over 8-10 turns, so peak memory of a real micro-batch is
 higher), and they hold no sandbox command time (no command runs), no judge time (`--use_llm_judge false`) and
-nothing about learning. The README's estimate scales them to real episodes.
+nothing about learning. docs/reproduce.md's estimate scales them to real episodes.
 
 `--dry-run` checks everything that needs no GPU (the architecture's parameter count, the tokenizer's ids and chat
 template, the recipe and its overrides, the corpus, the eval cell's config) and writes nothing; the tests run it.

@@ -1,12 +1,13 @@
-"""The README's measured figures, from the committed tables (results/cached/ and results/benchmarks/*.json): the
-results table, and every figure in the prose.
+"""The measured figures of the README and the docs/ pages, from the committed tables (results/cached/ and
+results/benchmarks/*.json): the results tables, and every figure in the prose.
 
-    python scripts/readme_results.py          # print the table
-    python scripts/readme_results.py --write  # rewrite README.md's table and figures from the tables
-    python scripts/readme_results.py --check  # exit 1 when README.md differs (tests/test_readme.py runs it)
+    python scripts/readme_results.py          # print the tables
+    python scripts/readme_results.py --write  # rewrite every page's tables and figures from the tables
+    python scripts/readme_results.py --check  # exit 1 when a page differs (tests/test_readme.py runs it)
 
-The table sits in README.md between `<!-- results -->` and `<!-- /results -->`; each figure in the prose between
-`<!-- f:NAME -->` and `<!-- /f -->`, NAME one of `figures()`'s keys.
+A table sits between `<!-- results:NAME -->` and `<!-- /results:NAME -->`, NAME one of `tables()`'s keys; each
+figure in the prose between `<!-- f:NAME -->` and `<!-- /f -->`, NAME one of `figures()`'s keys. Any page may hold
+any span (a figure is written wherever a reader meets it); README.md must hold the `smoke` table, its one table.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from terminus.analysis.training import seed_interval  # noqa: E402
 
-START, END = "<!-- results -->", "<!-- /results -->"
+# the pages that hold spans: the README and every page under docs/
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 # learning.json's targets, as the README names them
 TARGETS = {
     "easy_reward_check_passes": "the easy-reward GRPO check",
@@ -34,6 +36,7 @@ TARGETS = {
     "grpo_final_answer_rate_vs_sft_every_seed": "GRPO's final-answer rate minus SFT's",
 }
 FIGURE = re.compile(r"<!-- f:(\w+) -->(.*?)<!-- /f -->", re.S)
+TABLE = re.compile(r"<!-- results:(\w+) -->.*?<!-- /results:\1 -->", re.S)
 
 
 def _interval(row: dict, key: str, digits: int = 2) -> str:
@@ -50,17 +53,18 @@ def smoke_rows(cached: Path) -> list[str]:
     stamp = json.loads((cached / "training" / "summary.json").read_text())
     lines = [
         f"Smoke run (`results/cached/`, commit {stamp['git_commit'][:7]}; reader main agent, held-out synthetic "
-        "repositories; 95% bootstrap intervals over tasks):",
+        "repositories; n = tasks per cell; 95% bootstrap intervals over tasks):",
         "",
-        "| subagent | main-agent tokens (repair) | resolve rate (repair) | fact recall of its answers (execution) |",
-        "|---|---|---|---|",
+        "| subagent | n (repair / execution) | main-agent tokens (repair) | resolve rate (repair) "
+        "| fact recall of its answers (execution) |",
+        "|---|---|---|---|---|",
     ]
     for sub in ("none", "scripted", "base", "sft", "grpo"):
         repair, execution = rows.get((sub, "repair"), {}), rows.get((sub, "execution"), {})
         recall = "n/a (no subagent)" if sub == "none" else _interval(execution, "fact_recall")
-        lines.append(
-            f"| {sub} | {_interval(repair, 'main_agent_tokens', 0)} | {_interval(repair, 'resolve_rate')} | {recall} |"
-        )
+        n = f"{repair.get('n', 'n/a')} / {execution.get('n', 'n/a')}"
+        cells = [sub, n, _interval(repair, "main_agent_tokens", 0), _interval(repair, "resolve_rate"), recall]
+        lines.append(f"| {' | '.join(cells)} |")
     scripted = rows.get(("scripted", "execution"), {}).get("fact_recall")
     if scripted and float(scripted) == 1.0:
         lines += [
@@ -71,13 +75,17 @@ def smoke_rows(cached: Path) -> list[str]:
     return lines
 
 
-def learning_rows(path: Path) -> list[str]:
+def learning_rows(path: Path, cached: Path) -> list[str]:
     if not path.is_file():
         return ["Learning runs: not run yet (`make learning`)."]
     data = json.loads(path.read_text())
+    # n and commit from the cached copies of each seed's training summary (what `make learning` copies there)
+    stamps = [json.loads(p.read_text()) for p in sorted(cached.glob("seed-*/training__summary.json"))]
+    commits = ", ".join(sorted({s["git_commit"][:7] for s in stamps})) or "n/a"
+    held_out = ", ".join(str(s["sft"]["n"]) for s in stamps) or "n/a"
     lines = [
-        f"Learning runs (`configs/learning.yaml`, seeds {data['seeds']}, held-out repositories; mean over seeds "
-        "with its 95% t-interval):",
+        f"Learning runs (`configs/learning.yaml`, seeds {data['seeds']}, commit {commits}; held-out repositories, "
+        f"n = {held_out} tasks per seed; mean over seeds with its 95% t-interval):",
         "",
         "| model | final-answer rate | fact recall |",
         "|---|---|---|",
@@ -113,10 +121,19 @@ def _num(value, spec: str = ".2f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def table() -> str:
-    lines = smoke_rows(ROOT / "results" / "cached")
-    lines += ["", *learning_rows(ROOT / "results" / "benchmarks" / "learning.json")]
-    return "\n".join(lines)
+def tables() -> dict[str, str]:
+    """Every results table, by the name its span carries."""
+    cached = ROOT / "results" / "cached"
+    return {
+        "smoke": "\n".join(smoke_rows(cached)),
+        "learning": "\n".join(learning_rows(ROOT / "results" / "benchmarks" / "learning.json", cached / "learning")),
+    }
+
+
+def _minutes(walls: list[float]) -> str:
+    """A range only where the measured runs differ: one run (or equal ones) is one figure, never "~24-24"."""
+    low, high = round(min(walls) / 60), round(max(walls) / 60)
+    return f"~{low} min" if low == high else f"~{low}-{high} min"
 
 
 def _json(name: str) -> dict:
@@ -125,6 +142,10 @@ def _json(name: str) -> dict:
 
 def _k(tokens: float) -> str:
     return f"{tokens / 1000:.1f}k"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.{0 if value >= 20 else 1}f} ms"
 
 
 def _pct(x: float) -> str:
@@ -155,8 +176,8 @@ def figures() -> dict[str, str]:
     out: dict[str, str] = {}
     repro = _json("reproducibility")
     walls = sorted(repro["wall_s"].values())
-    out["smoke_minutes"] = f"~{walls[0] / 60:.0f}-{walls[-1] / 60:.0f} min"
-    out["reproduce_minutes"] = f"~{sum(walls) / 60:.0f} min"
+    out["smoke_minutes"] = _minutes(walls)
+    out["smoke_runs_timed"] = "one run" if len(walls) == 1 else f"{len(walls)} runs"
     out["repro_commit"] = repro["git_commit"][:7]
     out["repro_identical"] = f"{len(repro['identical'])} files identical"
     out["repro_differing"] = "none differing" if not repro["differing"] else f"{len(repro['differing'])} differing"
@@ -227,10 +248,9 @@ def figures() -> dict[str, str]:
     )
     out["savings_tiny"] = _k(by["tiny-base"]["tokens"])
     overhead = _json("sandbox_overhead")
-    out["overhead"] = ", ".join(
-        f"{name} {overhead[name]['median_overhead_ms']:.{0 if overhead[name]['median_overhead_ms'] >= 20 else 1}f} ms"
-        for name in ("local", "bwrap", "docker")
-    )
+    ms = {name: _ms(overhead[name]["median_overhead_ms"]) for name in ("local", "bwrap", "docker")}
+    out["overhead"] = ", ".join(f"{name} {value}" for name, value in ms.items())
+    out["overhead_bwrap"], out["overhead_docker"] = ms["bwrap"], ms["docker"]
     compression = _json("summary_compression")
     out["compression"] = f"{100 * compression['ratio_median']:.1f}%"
     out["compression_recall"] = f"{compression['fact_recall']:.1f}"
@@ -240,8 +260,11 @@ def figures() -> dict[str, str]:
     batching = _json("rollout_batching")
     speedups = f"{batching['speedup']:.1f}x faster, generation {batching['generation_speedup']:.2f}x"
     out["batching"] = f"{batching['episodes']} episodes {speedups}"
+    out["batching_generation"] = f"{batching['generation_speedup']:.2f}x"
     throughput = _json("rollout_throughput")
     out["throughput"] = f"{throughput['speedup_32']:.0f}x"
+    out["throughput_32"] = f"{throughput['speedup_32']:.2f}x"
+    out["throughput_wait"] = f"{throughput['wait_s']:.0f} s"
     out["throughput_cpu"] = f"{throughput['cpu_bound']['speedup_32']:.1f}x"
     from terminus.config import load_config
     from terminus.eval.cells import cell_names, cell_needs_gpu
@@ -253,39 +276,42 @@ def figures() -> dict[str, str]:
     return out
 
 
-def render(readme: str) -> str:
-    """README.md with its table and every figure as the tables give them; unknown figure names are an error."""
-    values = figures()
-    unknown = sorted({m.group(1) for m in FIGURE.finditer(readme)} - set(values))
+def render(text: str, page: str = "README.md", values: dict[str, str] | None = None) -> str:
+    """A page with its tables and every figure as the committed tables give them; a span naming a figure or a
+    table that this script does not make is an error."""
+    values = figures() if values is None else values
+    made = tables()
+    unknown = sorted({m.group(1) for m in FIGURE.finditer(text)} - set(values))
+    unknown += sorted({m.group(1) for m in TABLE.finditer(text)} - set(made))
     if unknown:
-        raise SystemExit(f"README.md names figures that scripts/readme_results.py does not make: {unknown}")
-    readme = FIGURE.sub(lambda m: f"<!-- f:{m.group(1)} -->{values[m.group(1)]}<!-- /f -->", readme)
-    if START in readme and END in readme:
-        head, rest = readme.split(START, 1)
-        readme = f"{head}{START}\n{table()}\n{END}{rest.split(END, 1)[1]}"
-    return readme
+        raise SystemExit(f"{page} names figures or tables that scripts/readme_results.py does not make: {unknown}")
+    text = FIGURE.sub(lambda m: f"<!-- f:{m.group(1)} -->{values[m.group(1)]}<!-- /f -->", text)
+    return TABLE.sub(lambda m: f"<!-- results:{(n := m.group(1))} -->\n{made[n]}\n<!-- /results:{n} -->", text)
 
 
 def main() -> int:
-    text = table()
     if "--check" not in sys.argv and "--write" not in sys.argv:
-        print(text)
+        print("\n\n".join(tables().values()))
         return 0
-    path = ROOT / "README.md"
-    readme = path.read_text()
-    if START not in readme or END not in readme:
-        print(f"README.md has no {START} ... {END} block")
+    readme = PAGES[0].read_text()
+    if "<!-- results:smoke -->" not in readme:
+        print("README.md has no <!-- results:smoke --> ... <!-- /results:smoke --> table")
         return 1
-    fresh = render(readme)
-    if "--write" in sys.argv:
-        path.write_text(fresh)
-        return 0
-    if fresh != readme:
-        stale = [m.group(0) for m in FIGURE.finditer(readme) if m.group(0) not in fresh]
-        print("README.md's figures are out of date: run `python scripts/readme_results.py --write`")
-        print("\n".join(f"  {s}" for s in stale) or "  (the results table)")
-        return 1
-    return 0
+    values, failed = figures(), False
+    for path in PAGES:
+        page = str(path.relative_to(ROOT))
+        text = path.read_text()
+        fresh = render(text, page, values)
+        if fresh == text:
+            continue
+        if "--write" in sys.argv:
+            path.write_text(fresh)
+            continue
+        stale = [m.group(0) for m in FIGURE.finditer(text) if m.group(0) not in fresh]
+        print(f"{page}'s figures are out of date: run `python scripts/readme_results.py --write`")
+        print("\n".join(f"  {s}" for s in stale) or "  (a results table)")
+        failed = True
+    return int(failed)
 
 
 if __name__ == "__main__":

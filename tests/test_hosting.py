@@ -43,8 +43,8 @@ def parse(command: str, args: list[str]) -> dict:
 
 
 def in_readme(text: str) -> bool:
-    """The README shows the snippet as one of its code blocks, line for line."""
-    return text.strip("\n") in {block.body.strip("\n") for block in readme.blocks()}
+    """The README or a docs/ page (docs/use.md) shows the snippet as one of its code blocks, line for line."""
+    return text.strip("\n") in {block.body.strip("\n") for block in readme.all_blocks()}
 
 
 def test_claude_code_snippet():

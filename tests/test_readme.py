@@ -1,6 +1,7 @@
-"""The README cannot drift from the code: every shell block is marked with where it runs (tests/readme.py), the
-local ones run here (the long or interactive ones as their dry run), and every block's commands name what exists:
-`terminus` subcommands and options, make targets, Snakemake profiles and rules, the repository's files."""
+"""The README and the docs/ pages cannot drift from the code: every shell block is marked with where it runs
+(tests/readme.py), the local ones run here (the long or interactive ones as their dry run), and every block's
+commands name what exists: `terminus` subcommands and options, make targets, Snakemake profiles and rules, the
+repository's files. Every relative link between the pages names a file of the repository, and none leaves it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from readme import MARKERS, ROOT, SHELL, Block, blocks, indented_code
+from readme import MARKERS, PAGES, README, ROOT, SHELL, Block, all_blocks, blocks, indented_code, page_name
 from terminus.cli import app
 
 OPERATORS = {"&&", "||", "|", ";", "&", "(", ")"}
@@ -28,8 +29,11 @@ RULES = {
 }
 
 
-def shell_blocks(text: str | None = None) -> list[Block]:
-    return [b for b in blocks(text) if b.language in SHELL]
+PAGE_IDS = [page_name(p) for p in PAGES]
+
+
+def shell_blocks(text: str | None = None, page: Path = README) -> list[Block]:
+    return [b for b in blocks(text, page) if b.language in SHELL]
 
 
 def commands(body: str) -> list[list[str]]:
@@ -143,36 +147,93 @@ def run(block: Block, env: dict[str, str]) -> str | None:
     return None
 
 
-def format_problems(text: str | None = None) -> list[str]:
+def format_problems(text: str | None = None, page: Path = README) -> list[str]:
     """Indented code blocks, fences without a language, shell blocks without a known marker."""
-    found = [f"README.md:{n}: an indented code block: fence it with its language" for n in indented_code(text)]
-    found += [f"{b.where}: a fence without a language" for b in blocks(text) if not b.language]
+    name = page_name(page)
+    found = [f"{name}:{n}: an indented code block: fence it with its language" for n in indented_code(text, page)]
+    found += [f"{b.where}: a fence without a language" for b in blocks(text, page) if not b.language]
     found += [
         f"{b.where}: a shell block marked {b.marker!r}, not one of {sorted(MARKERS)}"
-        for b in shell_blocks(text)
+        for b in shell_blocks(text, page)
         if b.marker not in MARKERS
     ]
     return found
 
 
+# -- links between the pages --------------------------------------------------------------------------------------
+LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)>\s]*)>?(?:\s+\"[^\"]*\")?\s*\)")
+REFERENCE = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s.*)?$", re.M)
+AUTOLINK = re.compile(r"<([a-z][a-z0-9+.-]*:[^>\s]*)>", re.I)
+
+
+def link_problems(text: str | None = None, page: Path = README) -> list[str]:
+    """Every link of a page (inline, reference or autolink; code aside) is a relative path, without an anchor, to a
+    file or folder of the repository: an anchor goes stale when a heading is reworded, and a page that sends the
+    reader outside the repository sends them where this repository cannot check."""
+    name = page_name(page)
+    prose = re.sub(r"```.*?```|`[^`\n]*`", "", page.read_text() if text is None else text, flags=re.S)
+    found = []
+    for target in [*LINK.findall(prose), *REFERENCE.findall(prose), *AUTOLINK.findall(prose)]:
+        if re.match(r"[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("//"):
+            found.append(f"{name}: {target!r} leaves the repository")
+        elif "#" in target or not target:
+            found.append(f"{name}: {target!r} has an anchor (link the page; name the section in words)")
+        else:
+            path = (page.parent / target).resolve()
+            if not path.is_relative_to(ROOT):
+                found.append(f"{name}: {target!r} leaves the repository")
+            elif not path.exists():
+                found.append(f"{name}: {target!r} does not exist")
+    return found
+
+
 # -- the tests ------------------------------------------------------------------------------------------------------
-def test_every_code_block_is_fenced_with_its_language_and_every_shell_block_is_marked():
-    assert format_problems() == []
-    assert {b.marker for b in shell_blocks()} == MARKERS
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_every_code_block_is_fenced_with_its_language_and_every_shell_block_is_marked(page):
+    assert format_problems(page=page) == []
 
 
-def test_every_shell_block_names_what_exists():
-    assert [p for b in shell_blocks() for p in problems(b)] == []
+def test_the_pages_use_every_marker_and_the_readme_opens_on_its_two_commands():
+    """The first block of the README is the two commands (set up and run the smoke job; set up and test), and the
+    second is the one .ci/run ends on."""
+    assert {b.marker for b in all_blocks() if b.language in SHELL} == MARKERS
+    first = blocks()[0]
+    assert first.marker == "local, dry-run"
+    assert [argv[:2] for argv in commands(first.body)] == [["make", "demo"], ["make", "test"]]
+    assert (ROOT / ".ci" / "run").read_text().rstrip().splitlines()[-1] == "make test"
 
 
-def test_local_blocks_run(tmp_path):
-    """In README order (a block may use what an earlier one set up), in the repository, with a scratch home."""
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_every_shell_block_names_what_exists(page):
+    assert [p for b in shell_blocks(page=page) for p in problems(b)] == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_local_blocks_run(page, tmp_path):
+    """In page order (a block may use what an earlier one of its page set up), in the repository, with a scratch
+    home of the page's own."""
     env = isolated_env(tmp_path)
-    local = [b for b in shell_blocks() if b.marker.startswith("local")]
-    assert len(local) >= 3
-    for block in local:
+    for block in [b for b in shell_blocks(page=page) if b.marker.startswith("local")]:
         problem = run(block, env)  # (not inside the assert: pytest would print the environment)
         assert problem is None, problem
+
+
+def test_local_blocks_exist():
+    assert len([b for b in all_blocks() if b.language in SHELL and b.marker.startswith("local")]) >= 3
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_links_between_the_pages_resolve(page):
+    assert link_problems(page=page) == []
+
+
+def test_the_readme_fits_a_first_hour_and_links_every_page():
+    """At most 200 lines, with one table (today's results; the rest are on the docs/ pages), and a link to each
+    page under docs/, so that no page is reachable only by listing the folder."""
+    text = README.read_text()
+    assert len(text.splitlines()) <= 200
+    assert len(re.findall(r"^\|[-| :]+\|$", text, re.M)) == 1
+    assert {f"docs/{p.name}" for p in PAGES[1:]} <= set(LINK.findall(text))
 
 
 # -- the checks can fail ------------------------------------------------------------------------------------------
@@ -217,6 +278,28 @@ no language
     ]
     with pytest.raises(AssertionError, match="no dry-run form for `terminus serve"):
         dry_run(dry)
+
+
+def test_the_link_check_catches_broken_and_outside_links():
+    page = ROOT / "docs" / "x.md"  # a page in docs/: its links resolve from there
+    text = """[ok](use.md) [up](../README.md) ![img](../results/benchmarks/view.png) `[code](nowhere.md)`
+[gone](nowhere.md) [anchored](use.md#sandboxes) [web](https://example.com) <https://example.com/x>
+[out](../../etc/passwd) [mail](mailto:a@b.c)
+
+[ref]: https://example.com
+```sh
+echo [in a block](nowhere.md)
+```
+"""
+    assert [p.split(": ", 1)[1] for p in link_problems(text, page)] == [
+        "'nowhere.md' does not exist",
+        "'use.md#sandboxes' has an anchor (link the page; name the section in words)",
+        "'https://example.com' leaves the repository",
+        "'../../etc/passwd' leaves the repository",
+        "'mailto:a@b.c' leaves the repository",
+        "'https://example.com' leaves the repository",
+        "'https://example.com/x' leaves the repository",
+    ]
 
 
 def test_a_failing_local_block_fails(tmp_path):

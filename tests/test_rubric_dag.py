@@ -1,5 +1,6 @@
-"""The README's sentence on what an edit of the rubric reruns is the DAG's: a dry run over a complete run (every output
-present and newer than its inputs) after touching `configs/judge/rubric.yaml` plans exactly the rules it names."""
+"""docs/reproduce.md's sentence on what an edit of the rubric reruns is the DAG's: a dry run over a complete run
+(every output present and newer than its inputs) after touching `configs/judge/rubric.yaml` plans exactly the rules
+it names."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from terminus.config import ROOT, load_config
 from terminus.eval.cells import cell_name, cells
 
-README = (ROOT / "README.md").read_text()
+PAGE = (ROOT / "docs" / "reproduce.md").read_text()
 
 
 def planned_after_touching_rubric(tmp_path: Path, config: str) -> tuple[dict[str, int], set[str]]:
@@ -46,8 +47,8 @@ def planned_after_touching_rubric(tmp_path: Path, config: str) -> tuple[dict[str
 
 
 def named(marker: str) -> str:
-    found = re.search(rf"<!-- {marker} -->(.*?)<!-- /{marker} -->", README, re.S)
-    assert found, f"README.md has no <!-- {marker} --> sentence"
+    found = re.search(rf"<!-- {marker} -->(.*?)<!-- /{marker} -->", PAGE, re.S)
+    assert found, f"docs/reproduce.md has no <!-- {marker} --> sentence"
     return found.group(1)
 
 

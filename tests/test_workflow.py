@@ -164,10 +164,11 @@ def test_the_profile_names_only_resources_and_settings_the_slurm_plugin_reads():
 
 
 def test_the_readme_states_each_stages_slurm_runtime_as_the_rules_set_it():
-    """README "What it costs": each stage's time sits beside its `runtime`, which must be the one its jobs get."""
+    """docs/reproduce.md, "What it costs": each stage's time sits beside its `runtime`, which must be the one its
+    jobs get."""
     jobs = dry_run_jobs("--profile", str(PROFILE.parent), "--configfile", "configs/paper.yaml")
     runtime = {rule: resources["runtime"] for rule, _, resources in jobs}
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "reproduce.md").read_text()
     table = text[text.index("| stage | GPUs | time (estimate) | `runtime` |") :].split("\n\n")[0].splitlines()[2:]
     rules_text = "".join(p.read_text() for p in sorted((ROOT / "workflow/rules").glob("*.smk")))
     resubmitted = {

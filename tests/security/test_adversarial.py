@@ -15,9 +15,9 @@ from terminus.agent.terminal import observation
 from terminus.sandbox import Limits
 from terminus.sandbox.procs import PidsCgroup
 
-# The local backend isolates processes and resources only (README, "Sandboxes"); these cases need a
+# The local backend isolates processes and resources only (docs/use.md, "Sandboxes"); these cases need a
 # filesystem, network or PID namespace, so they are run on bwrap and docker and skipped on local.
-NEEDS_ISOLATION = "local backend: no filesystem/network/PID isolation by design (see README, Sandboxes)"
+NEEDS_ISOLATION = "local backend: no filesystem/network/PID isolation by design (see docs/use.md, Sandboxes)"
 
 TIGHT = Limits(
     processes=200, address_space_mb=1024, cpu_time_s=3, file_size_mb=8, output_head_bytes=2000, output_tail_bytes=2000

@@ -265,7 +265,7 @@ def test_a_repository_another_user_owns_is_copied_by_its_listing_never_whole(tmp
 @needs_bwrap
 def test_bwrap_under_root_cannot_connect_to_a_root_only_unix_socket_in_view(tmp_path):
     """A socket in a visible host folder (/var/tmp) that only root may use (mode 600): refused; /run and /tmp, where
-    most sockets live, are the sandbox's own (the README says so)."""
+    most sockets live, are the sandbox's own (docs/use.md says so)."""
     path = Path("/var/tmp") / f"terminus-test-{os.getpid()}.sock"
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))

@@ -209,7 +209,7 @@ def test_validate_detects_tests_importing_the_repository_from_outside(swe_data, 
         styled = dataclasses.replace(inst, test_cmd=f"{inst.test_cmd} --tb={style}")
         result = grade_patch(styled, inst.gold_patch, SandboxSpec("local"))
         assert [p.split("/tmp/site/")[-1] for p in result.outside_workspace] == ["shapes/scale.py (= shapes/scale.py)"]
-    # The same row whose command imports the workspace (README: local rows) grades resolved.
+    # The same row whose command imports the workspace (docs/use.md: local rows) grades resolved.
     fixed = _rows(root, [INSTALLED], tmp_path, test_cmd="python -m pytest -rA -p no:cacheprovider {test_files}")
     (inst,) = load_instances(None, dataset=str(fixed))
     assert grade_patch(inst, inst.gold_patch, SandboxSpec("bwrap")).resolved

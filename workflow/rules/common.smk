@@ -77,7 +77,7 @@ def resubmissions() -> int:
     episode stages (tasks' SWE validation, validate_tasks, collect, eval cells, the held-out summary) the
     `<out>.part` file of their finished episodes (terminus.collect.runner), the judges their call cache
     (judge/cache). The rules' runtimes are sized so that 1 + resubmissions() jobs cover each stage's estimate
-    (README "What it costs"). The tiny model's runs take minutes on one machine, where a failure is a bug to read,
+    (docs/reproduce.md, "What it costs"). The tiny model's runs take minutes on one machine, where a failure is a bug to read,
     not a time limit."""
     return 0 if is_tiny() else 3
 

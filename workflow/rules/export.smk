@@ -69,7 +69,7 @@ rule training_summary:
         # min an episode (8-10 turns of up to 1,024 tokens at ~100 tokens/s, commands 1-40 s) is 1,200 / 16 x 1-5 =
         # 75-375 min, plus ~5 min to start its server: 4-19 h for the three models. Measured at smoke scale (30
         # test tasks, 2 CPU cores): 225 episodes/min served at concurrency 16 after a 34 s start, against 29 a
-        # minute through transformers at concurrency 2 (README, "What it costs").
+        # minute through transformers at concurrency 2 (docs/reproduce.md, "What it costs").
         runtime=1440,
     shell:
         "terminus training-summary --tasks {input.tasks} --base {params.base} --sft {input.sft} --grpo {input.grpo} "

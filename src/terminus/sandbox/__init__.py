@@ -1,5 +1,5 @@
 """Where commands run. One protocol (`Sandbox.run(command, timeout_s) -> CommandResult`, `read_file`, `write_file`,
-`list_files`, `close()`), four backends: local, bwrap, docker, apptainer. See README's "Sandboxes" for what each
+`list_files`, `close()`), four backends: local, bwrap, docker, apptainer. See docs/use.md's "Sandboxes" for what each
 does and does not isolate."""
 
 from __future__ import annotations

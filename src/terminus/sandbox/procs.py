@@ -8,7 +8,7 @@ Two trackers, chosen at start-up:
   root, whom RLIMIT_NPROC does not bind.
 - `EnvMarker`: where no cgroup is writable, each command carries a unique environment variable and
   leftovers are found by scanning /proc/*/environ. A process that rewrites its environment and re-execs
-  escapes it; the README says so.
+  escapes it; docs/use.md ("Sandboxes") says so.
 """
 
 from __future__ import annotations

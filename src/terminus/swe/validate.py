@@ -88,7 +88,7 @@ def drop_reason(before: GradeResult, after: GradeResult) -> str | None:
         return (
             f"{ENVIRONMENT} with the gold patch the tests imported the repository from outside the workspace "
             f"({after.outside_workspace[0]}): the environment has its own copy installed; make test_cmd import the "
-            "workspace (README: local rows)"
+            "workspace (docs/use.md: local rows)"
         )
     if after.error and NO_RESULT in after.error:  # the gold patch must pass its tests: nothing ran them
         return f"{ENVIRONMENT} with the gold patch: {after.error}"
