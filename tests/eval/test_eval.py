@@ -168,7 +168,9 @@ def test_each_cell_runs_alone_and_the_summary_names_missing_cells(corpus, tmp_pa
     config_path, tasks_file = corpus
     out = tmp_path / "eval"
     base = [TERMINUS, "eval", "--config", str(config_path), "--tasks", str(tasks_file), "--out", str(out), "--quiet"]
-    one = subprocess.run([*base, "--cell", "reader__scripted__full__repair__0", "--no-llm"], capture_output=True, text=True)
+    one = subprocess.run(
+        [*base, "--cell", "reader__scripted__full__repair__0", "--no-llm"], capture_output=True, text=True
+    )
     assert one.returncode == 0, one.stderr
     cells = [p.name for p in (out / "cells").glob("*.jsonl") if not p.name.endswith(".timings.jsonl")]
     assert cells == ["reader__scripted__full__repair__0.jsonl"]

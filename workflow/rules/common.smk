@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-from terminus.eval.cells import cell_names, cell_needs_gpu, cell_subagent
+from terminus.eval.cells import cell_context_model, cell_names, cell_needs_gpu, cell_subagent
 from terminus.io import write_text_atomic
 
 RUN = f"results/{config['run']}"
@@ -35,7 +35,7 @@ def judge_gate() -> list[str]:
     a smoke config has none (its tiny served judge is plumbing, checked by judge_validity)."""
     return [f"{RUN}/judge/validity-llm.json"] if config["judge"].get("endpoint") else []
 NOTEBOOKS = ["corpus", "training", "evaluation", "delegation", "case_study"]
-# One eval job per grid cell (<main>__<sub>__<bench>__<seed>), each with its own resources.
+# One eval job per grid cell (<main>__<sub>__<context>__<bench>__<seed>), each with its own resources.
 EVAL_CELLS = cell_names(config["eval"])
 
 
@@ -129,7 +129,7 @@ def judge_inputs(stage: str) -> list[str]:
 def cell_judge_inputs(wildcards) -> list[str]:
     """Only execution cells are scored (the Scorer, and the LLM judge when eval.judge names one); repair and
     SWE cells never call the judge, so an edit of the rubric or the Scorer leaves them alone."""
-    return judge_inputs("eval") if wildcards.cell.split("__")[2] == "execution" else []
+    return judge_inputs("eval") if wildcards.cell.split("__")[3] == "execution" else []
 
 
 def judge_model_input() -> list[str]:
@@ -145,15 +145,19 @@ def final_targets() -> list[str]:
         f"{RUN}/training/summary.json",
         f"{RUN}/judge/validity.json",
         f"{RUN}/eval/summary.csv",
+        f"{RUN}/eval/noninferiority.csv",
         f"{RUN}/eval/case_study.json",
         *[f"{RUN}/figures/{name}.png" for name in NOTEBOOKS],
     ]
 
 
 def cell_model_input(wildcards) -> list[str]:
-    """The model a cell's subagent loads, when this run builds it (its cell waits for that stage, no other)."""
-    model = (cell_subagent(config["eval"], wildcards.cell).get("model") or "").replace("{run}", config["run"])
-    return [model] if model.startswith(RUN) else []
+    """The models a cell loads (its subagent's, its summarizer's or pruner's), when this run builds them: its cell
+    waits for those stages, no other."""
+    models = [cell_subagent(config["eval"], wildcards.cell).get("model") or ""]
+    models.append((cell_context_model(config["eval"], wildcards.cell) or {}).get("model") or "")
+    paths = [m.replace("{run}", config["run"]) for m in models]
+    return sorted({p for p in paths if p.startswith(RUN + "/")})
 
 
 def cell_gpus(wildcards) -> int:

@@ -39,6 +39,7 @@ rule eval_summary:
     output:
         records=f"{RUN}/eval/records.jsonl",
         summary=f"{RUN}/eval/summary.csv",
+        noninferiority=f"{RUN}/eval/noninferiority.csv",
     log:
         f"{RUN}/logs/eval_summary.log",
     params:

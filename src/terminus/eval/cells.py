@@ -5,7 +5,8 @@ Light on purpose (no model imports): the Snakefile reads it to make one job per 
 runs one. A cell's name is also its file name under `eval/cells/` and `eval/predictions/`.
 
 - The context axis is the main agent's context policy (`eval.contexts`: full, truncate, mask, extract, summarize,
-  prune). Execution cells forward a query to the subagent with no main agent, so they run under `full` alone.
+  prune). Execution cells forward a query to the subagent with no main agent, so they run under `full` and the
+  first main agent alone (its name is in theirs).
 - `eval.exclude` leaves cells out of the product (the paper runs chosen arms, not every combination).
 - A cell whose every policy is deterministic (a reader or replay main agent, or an endpoint at temperature 0; no
   subagent, the scripted one, or a local model at temperature 0; a context with no model or one at temperature 0)
@@ -78,17 +79,19 @@ def deterministic(main: dict, sub: dict, context: dict) -> bool:
 def cells(eval_cfg: dict) -> list[tuple[dict, dict, str, str, int]]:
     out = []
     contexts = eval_cfg.get("contexts") or {FULL: {"kind": "full"}}
-    for main in eval_cfg["main_agents"]:
+    for i, main in enumerate(eval_cfg["main_agents"]):
         for sub in eval_cfg["subagents"]:
             for context, spec in contexts.items():
                 for bench in eval_cfg["benchmarks"]:
-                    if bench == "execution" and (sub["policy"] == "none" or context != FULL):
-                        continue  # nothing to forward a query to; no main agent whose context to manage
+                    if bench == "execution" and (sub["policy"] == "none" or context != FULL or i > 0):
+                        # nothing to forward a query to; no main agent, so no context to manage, and the same
+                        # episodes under every main agent: run under the first alone
+                        continue
                     values = {"main": main["name"], "subagent": sub["name"], "context": context, "benchmark": bench}
                     if any(_matches(rule, values) for rule in eval_cfg.get("exclude") or []):
                         continue
                     seeds = eval_cfg["seeds"]
-                    if deterministic(main, sub, spec):
+                    if deterministic(main if bench != "execution" else {"kind": "reader"}, sub, spec):
                         seeds = seeds[:1]
                     for seed in seeds:
                         out.append((main, sub, context, bench, seed))
@@ -113,8 +116,9 @@ def find_cell(eval_cfg: dict, name: str) -> tuple[dict, dict, str, str, int]:
 
 def cell_runs_once(eval_cfg: dict, name: str) -> bool:
     """The cell is deterministic, so it runs under its first seed alone (`deterministic`)."""
-    main, sub, context, _, _ = find_cell(eval_cfg, name)
+    main, sub, context, bench, _ = find_cell(eval_cfg, name)
     contexts = eval_cfg.get("contexts") or {FULL: {"kind": "full"}}
+    main = main if bench != "execution" else {"kind": "reader"}
     return len(eval_cfg["seeds"]) > 1 and deterministic(main, sub, contexts[context])
 
 

@@ -126,6 +126,7 @@ class ContextPolicy:
         self.max_bytes = int(spec.get("max_bytes", 10_000))
         self.keep = int(spec.get("keep", 10))
         self.trigger_tokens = int(spec.get("trigger_tokens", 16_000))
+        self.max_input_chars = int(spec.get("max_input_chars", 64_000))
         self.model = model
         if self.kind in ("summarize", "prune") and model is None:
             raise ValueError(f"a {self.kind} context needs its model")
@@ -150,7 +151,7 @@ class ContextPolicy:
         user = (
             f"The agent's intent: {intent or '(not stated)'}\n\nThe output, {len(lines)} numbered lines:\n{numbered}"
         )
-        reply = self._ask(PRUNE_SYSTEM, head_tail(user, 4 * self.max_bytes))
+        reply = self._ask(PRUNE_SYSTEM, head_tail(user, self.max_input_chars))
         keep = parse_ranges(reply, len(lines)) if reply is not None else []
         if not keep:
             self.stats.failures += 1
@@ -196,7 +197,7 @@ class ContextPolicy:
         middle, tail = rest[:start], rest[start:]
         if not middle:
             return messages
-        events = render_events(middle, 4 * self.trigger_tokens)
+        events = render_events(middle, self.max_input_chars)
         summary = self._ask(SUMMARY_SYSTEM, f"Condense these steps of the agent's history:\n\n{events}")
         if not summary or not summary.strip():
             self.stats.failures += 1

@@ -345,6 +345,9 @@ class Context(Section):
     max_bytes: Count(64) = Field(10_000, description="truncate, extract, prune: observations above this are cut.")
     keep: Count(1) = Field(10, description="mask: observations kept whole; summarize: last messages kept whole.")
     trigger_tokens: Count(64) = Field(16_000, description="summarize: prompt tokens above which it condenses.")
+    max_input_chars: Count(1000) = Field(
+        64_000, description="summarize, prune: characters of history or output the model is given (oldest cut first)."
+    )
     model: ContextModel | None = Field(None, description="summarize, prune: the model that does it.")
 
     @model_validator(mode="after")
