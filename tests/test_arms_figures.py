@@ -121,6 +121,7 @@ def test_figures_draw_with_one_colour_per_arm():
     )
     (front,) = [line for line in pareto.axes[0].get_lines() if line.get_label() == "Pareto front"]
     assert list(front.get_xdata()) == pytest.approx([0.5, 1.0, 2.0])
+    assert any(t.get_text().startswith("n = repair: 10 tasks, 1 run per arm") for t in pareto.texts)
     ratios = arms_plots.plot_cost_ratios(records, palette=palette)
     labels = [t.get_text() for t in ratios.axes[0].get_yticklabels()]
     assert any(label.startswith("m__none__mask10\nmedian ×0.50, p90 ×0.50") for label in labels)
@@ -139,3 +140,11 @@ def test_old_records_give_a_figure_that_says_what_is_missing(plot):
     texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
     assert "no context, cost_usd" in texts and "issue 42" in texts
     plt.close(fig)
+
+
+def test_the_margin_comes_from_the_noninferiority_table(tmp_path, capsys):
+    assert arms.noninferiority_table(tmp_path) is None and "issue 42" in capsys.readouterr().out
+    assert arms.margin_of(None) == arms.DEFAULT_MARGIN == 0.025
+    (tmp_path / "eval").mkdir()
+    (tmp_path / arms.NONINFERIORITY).write_text("benchmark,arm,margin\nrepair,a,0.05\n")
+    assert arms.margin_of(arms.noninferiority_table(tmp_path)) == 0.05

@@ -9,6 +9,8 @@ routing map (`difficulty_tiers`, `routing_table`). The figures themselves are in
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from terminus.analysis.grid import SUBAGENT_ORDER
@@ -52,6 +54,11 @@ def arm_palette(arms) -> dict[str, str]:
     colours = matplotlib.colormaps["tab20"].colors
     order = [*range(0, 20, 2), *range(1, 20, 2)]
     return {arm: matplotlib.colors.to_hex(colours[order[i % 20]]) for i, arm in enumerate(sorted(set(arms), key=key))}
+
+
+def palette_of(records: pd.DataFrame) -> dict[str, str]:
+    """`arm_palette` over every arm of the records; empty for records without arms (before the context axis)."""
+    return {} if missing(records, ARM) else arm_palette(with_arms(records)["arm"])
 
 
 def _clusters(rows: pd.DataFrame, column: str) -> dict[str, list[float]]:
@@ -203,6 +210,20 @@ def routing_table(
             | {"n_tasks": len(tasks), "n_non_inferior": len(eligible) - 1}
         )
     return pd.DataFrame(rows)
+
+
+NONINFERIORITY = "eval/noninferiority.csv"
+
+
+def noninferiority_table(results: Path) -> pd.DataFrame | None:
+    """`eval/noninferiority.csv` of a results folder, or None (said in one line) where it has none: results from
+    before issue 42. Not in `notebook.FILES` until results/cached holds it, since FILES is also the list of tables
+    the reproducibility check compares."""
+    path = Path(results) / NONINFERIORITY
+    if not path.is_file():
+        print(f"{path} is missing: these results predate the arms' non-inferiority table (issue 42)")
+        return None
+    return pd.read_csv(path)
 
 
 def margin_of(table: pd.DataFrame | None, default: float = DEFAULT_MARGIN) -> float:

@@ -100,8 +100,8 @@ def plot_pareto(
 
 def _n(rows: pd.DataFrame) -> str:
     tasks = "/".join(map(str, sorted(set(rows["n_tasks"]))))
-    runs = "/".join(map(str, sorted(set(rows["n_runs"]))))
-    return f"{tasks} tasks, {runs} runs per arm"
+    runs = sorted(set(rows["n_runs"]))
+    return f"{tasks} tasks, {'/'.join(map(str, runs))} run{'s' * (runs != [1])} per arm"
 
 
 def plot_cost_ratios(records: pd.DataFrame, *, full: str = "full", cost: str = "cost_usd", palette=None):
