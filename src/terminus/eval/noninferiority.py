@@ -129,8 +129,11 @@ def noninferiority_rows(
     Holm-adjusted across the arms of a benchmark compared with the same reference. The verdict reads the interval:
     `non-inferior` when lo > -margin, `inferior` when hi < -margin, else `inconclusive` (a 95% two-sided interval
     is a one-sided test at 2.5% per arm; p_holm is the statement that holds for all arms at once). n_tasks is the
-    tasks paired, n_runs the arm's runs (seeds). Benchmarks without outcomes (resolved None everywhere: execution)
-    get no rows. `margin` is in rate units: 0.025 = 2.5 points."""
+    tasks paired, n_runs the arm's runs (seeds). A run counts as its record's `resolved` says, errors included (a run
+    with None is left out). Benchmarks without outcomes (resolved None everywhere: execution) get no rows; an arm
+    with no task paired gets its row, inconclusive, with n_tasks 0. `margin` is in rate units: 0.025 = 2.5 points.
+    At that margin a perfect tie needs 146 tasks to be called non-inferior (the test's small-sample floor): with
+    fewer, a task is worth more than the margin can absorb, and `inconclusive` is the honest answer."""
     if not 0 < margin < 1:
         raise ArmsError(f"non-inferiority margin {margin} is not in (0, 1): it is in rate units (0.025 = 2.5 points)")
     records = list(records)
