@@ -56,3 +56,9 @@ def test_a_tie_on_many_tasks_is_non_inferior_and_a_large_loss_inferior():
     assert loss.verdict == "inferior" and loss.hi < -0.025 and loss.p == 1.0
     empty = noninferiority_test([], 0.025)
     assert empty.verdict == "inconclusive" and empty.p == 1.0 and empty.n == 0
+
+
+def test_a_tie_needs_146_tasks_at_two_and_a_half_points():
+    # 1 - 0.025^(1/k) < 0.025 from k = 146: below that a tie cannot rule out a loss of one task in 40
+    assert noninferiority_test([0.0] * 145, 0.025).verdict == "inconclusive"
+    assert noninferiority_test([0.0] * 146, 0.025).verdict == "non-inferior"

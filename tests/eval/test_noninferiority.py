@@ -168,3 +168,10 @@ def test_what_the_user_can_get_wrong_is_one_clear_error():
     old = [{k: v for k, v in r.items() if k != "context"} for r in records[:3]]
     with pytest.raises(ArmsError, match="no context"):
         noninferiority_rows(old, 0.025, context_kinds=KINDS)
+
+
+def test_an_arm_with_no_task_in_common_still_gets_its_row():
+    records = [rec("m__none__full", "t0", 1.0), rec("m__sft__full", "t1", 1.0)]
+    (row,) = noninferiority_rows(records, 0.025, context_kinds=KINDS)
+    assert row["arm"] == "m__sft__full" and row["n_tasks"] == 0 and row["verdict"] == "inconclusive"
+    assert row["resolve_diff"] is None and row["p_holm"] == 1.0
