@@ -1,5 +1,6 @@
-"""The statistics the arms are judged by: the cluster bootstrap resamples tasks whole, Holm adjusts step-down, and
-the non-inferiority test does not call 3 tasks a proof (the percentile bootstrap alone would)."""
+"""The statistics the arms are judged by: the cluster bootstrap resamples tasks whole (as summary.csv does),
+Holm adjusts step-down, and the non-inferiority test does not call 3 tasks a proof (the percentile bootstrap alone
+would)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,15 @@ def test_cluster_bootstrap_pools_runs_and_resamples_tasks_whole():
     tripled = cluster_bootstrap([[v] * 3 for v in values], seed=3)
     assert tripled == pytest.approx(single)
     assert single[0] == pytest.approx(0.7) and single[1] < 0.7 < single[2]
-    # pooled over runs: a task with 4 runs weighs 4 (sum 3 of 6 runs)
-    assert cluster_bootstrap([[1.0, 1.0, 1.0, 0.0], [0.0, 0.0]])[0] == pytest.approx(0.5)
+    # every task weighs the same: a task with 4 runs (3 resolved) and one with 2 (none) give (0.75 + 0) / 2
+    assert cluster_bootstrap([[1.0, 1.0, 1.0, 0.0], [0.0, 0.0]])[0] == pytest.approx(0.375)
+
+
+def test_cluster_bootstrap_gives_the_summary_tables_intervals_draw_for_draw():
+    from terminus.eval.summary import cluster_bootstrap as summary_bootstrap
+
+    by_task = {f"t{i:02d}": [(i * 0.37) % 1, (i * 0.61) % 1][: 1 + i % 2] for i in range(30)}
+    assert cluster_bootstrap(by_task, seed=4) == summary_bootstrap(by_task, seed=4)
 
 
 def test_cluster_bootstrap_is_seeded_and_independent_of_key_order():

@@ -1,10 +1,11 @@
 """Intervals and tests the reports share: the two-sided 95% t interval of a mean (over seeds, over tasks); the
-cluster bootstrap of a mean pooled over runs (tasks resampled with all their runs), Holm's step-down adjustment and
-the non-inferiority test of a paired difference that the evaluation's arms are judged by."""
+cluster bootstrap of a mean over tasks (tasks resampled with all their runs, as eval/summary.csv does), Holm's
+step-down adjustment and the non-inferiority test of a paired difference that the evaluation's arms are judged by."""
 
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,23 +31,22 @@ def mean_interval(values: list[float]) -> tuple[float, float]:
     return mean, t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
 
 
-def _cluster_means(clusters, n: int, seed: int):
-    """The pooled mean over every run, and `n` bootstrap replicates of it that resample whole clusters."""
-    import numpy as np
-
+def _task_means(clusters) -> list[float]:
     if isinstance(clusters, Mapping):  # by key, so that the order records came in changes nothing
         clusters = [clusters[k] for k in sorted(clusters, key=str)]
-    runs = [[float(v) for v in c] for c in clusters]
-    runs = [c for c in runs if c]
-    if not runs:
-        return float("nan"), np.full(0, float("nan"))
-    sums = np.array([sum(c) for c in runs])
-    counts = np.array([len(c) for c in runs], dtype=float)
-    point = float(sums.sum() / counts.sum())
-    if len(runs) == 1:
-        return point, np.full(n, point)
-    picks = np.random.default_rng(seed).integers(0, len(runs), size=(n, len(runs)))
-    return point, np.sort(sums[picks].sum(axis=1) / counts[picks].sum(axis=1))
+    return [statistics.fmean(float(v) for v in c) for c in clusters if len(c)]
+
+
+def _replicates(values: list[float], n: int, seed: int) -> list[float]:
+    """`n` bootstrap means of `values`, sorted (seeded). The same draws as `eval/summary.csv`'s bootstrap, so that
+    a figure's interval and the table's agree to the digit."""
+    rng = random.Random(seed)
+    return sorted(statistics.fmean(rng.choices(values, k=len(values))) for _ in range(n))
+
+
+def _percentiles(replicates: list[float], alpha: float) -> tuple[float, float]:
+    n = len(replicates)
+    return replicates[int(alpha / 2 * n)], replicates[min(n - 1, int((1 - alpha / 2) * n))]
 
 
 def cluster_bootstrap(
@@ -55,17 +55,21 @@ def cluster_bootstrap(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> tuple[float, float, float]:
-    """Mean of a per-run quantity pooled over every run, and its percentile bootstrap interval (95% by default)
-    that resamples clusters (tasks) whole, with all their runs: a task's seeds are not independent draws, so
-    resampling runs alone would narrow the interval by the number of seeds. `clusters` is one list of run values
-    per task (a mapping task -> values, or a list of lists); the pooled mean equals the mean of the task means when
-    every task has as many runs. Seeded: the same data give the same interval. No task: three NaNs; one task: its
-    mean three times (there is no spread between tasks to resample: a caller that needs an honest interval at a
-    handful of tasks widens it, as `noninferiority_test` does)."""
-    point, means = _cluster_means(clusters, n, seed)
-    if point != point:
-        return (point,) * 3
-    return point, float(means[int(alpha / 2 * n)]), float(means[min(n - 1, int((1 - alpha / 2) * n))])
+    """Mean over tasks of a per-task quantity (each task's mean over its runs) and its percentile bootstrap
+    interval (95% by default) that resamples tasks whole, with all their runs: a task's seeds are not independent
+    draws, so resampling runs alone would narrow the interval by the number of seeds. `clusters` holds one list of
+    run values per task (a mapping task -> values, taken in key order, or a list of lists); every task weighs the
+    same however many runs it has, as in `eval/summary.csv`, whose intervals these are, draw for draw. Seeded: the
+    same data give the same interval. No task: three NaNs; one task: its mean three times (there is no spread
+    between tasks to resample: a caller that needs an honest interval at a handful of tasks widens it, as
+    `noninferiority_test` does)."""
+    means = _task_means(clusters)
+    if not means:
+        return (float("nan"),) * 3
+    mean = statistics.fmean(means)
+    if len(means) == 1:
+        return mean, mean, mean
+    return (mean, *_percentiles(_replicates(means, n, seed), alpha))
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
@@ -117,11 +121,12 @@ def noninferiority_test(
     k = len(diffs)
     if k == 0:
         return NonInferiority(float("nan"), float("nan"), float("nan"), 1.0, 0, "inconclusive")
-    mean, means = _cluster_means([[d] for d in diffs], n, seed)
-    lo, hi = float(means[int(alpha / 2 * n)]), float(means[min(n - 1, int((1 - alpha / 2) * n))])
+    mean = statistics.fmean(diffs)
+    means = _replicates([float(d) for d in diffs], n, seed) if k > 1 else [mean] * n
+    lo, hi = _percentiles(means, alpha)
     floor = 1 - (alpha / 2) ** (1 / k)
     lo, hi = max(-1.0, min(lo, mean - floor)), min(1.0, max(hi, mean + floor))
-    p_boot = (int((means <= -margin + 1e-12).sum()) + 1) / (n + 1)
+    p_boot = (sum(m <= -margin + 1e-12 for m in means) + 1) / (n + 1)
     p_floor = min(1.0, max(0.0, 1 - mean - margin)) ** k
     verdict = "non-inferior" if lo > -margin else "inferior" if hi < -margin else "inconclusive"
     return NonInferiority(mean, lo, hi, max(p_boot, p_floor), k, verdict)
