@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from terminus.analysis.grid import SUBAGENT_ORDER
 from terminus.stats import cluster_bootstrap, noninferiority_test
 
 ARM = ("main_agent", "subagent", "context")
 NEEDED = ("benchmark", *ARM, "task_id", "resolved")
+# the grid's subagent order (`grid.SUBAGENT_ORDER`, which grows as it meets new names: a copy, so that a colour
+# never depends on which figure came first)
+SUBAGENTS = ("none", "scripted", "base", "sft", "grpo")
 TIERS = ("light", "medium", "heavy")  # terciles of the main agent's tokens under `none × full`
 DEFAULT_MARGIN = 0.025  # the paper config's analysis.noninferiority_margin, 2.5 points
 
@@ -49,7 +51,7 @@ def arm_palette(arms) -> dict[str, str]:
 
     def key(arm: str) -> tuple:
         main, sub, context = arm.split("__", 2)
-        return (SUBAGENT_ORDER.index(sub) if sub in SUBAGENT_ORDER else len(SUBAGENT_ORDER), sub, context, main)
+        return (SUBAGENTS.index(sub) if sub in SUBAGENTS else len(SUBAGENTS), sub, context, main)
 
     colours = matplotlib.colormaps["tab20"].colors
     order = [*range(0, 20, 2), *range(1, 20, 2)]
