@@ -18,6 +18,7 @@ from terminus.analysis import notebook as nb  # `notebook` names the notebooks i
 from terminus.config import ROOT
 
 FIGURES = {"corpus", "training", "learning", "evaluation", "delegation", "case_study"}
+FIGURES |= {"arms_pareto", "arms_cost_ratios", "arms_routing"}  # the evaluation notebook's arms (issue 42)
 CACHED = ROOT / "results" / "cached"
 needs_cache = pytest.mark.skipif(not (CACHED / "eval/summary.csv").is_file(), reason="results/cached/ is empty")
 
@@ -45,7 +46,8 @@ def test_make_notebooks_keeps_executed_notebooks_with_inline_figures(tmp_path):
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         executed = out / notebook.name
         shown = images(executed)
-        wanted = {"training": 2}.get(notebook.stem, 1)  # training shows the smoke run's curves and the learning runs'
+        # training shows the smoke run's curves and the learning runs'; evaluation the grid and the arms' three
+        wanted = {"training": 2, "evaluation": 4}.get(notebook.stem, 1)
         assert len(shown) == wanted, f"{notebook.name} shows {len(shown)} figures inline"
         last = json.loads(executed.read_text())["cells"][-1]
         assert any("image/png" in o.get("data", {}) for o in last["outputs"]), "the last cell shows the figure"
