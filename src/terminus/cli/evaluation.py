@@ -15,6 +15,7 @@ from terminus.errors import TerminusError
 from terminus.eval import record as eval_record
 from terminus.eval.case_study import case_study
 from terminus.eval.grid import check_models, merge_cells, run_cell, run_grid
+from terminus.eval.noninferiority import COLUMNS, noninferiority_rows
 from terminus.eval.summary import summarise, write_csv
 from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.setup import judge_cache_dir, scorer_from_config
@@ -81,9 +82,16 @@ def eval_summary_command(
 
 def _eval_summary(cfg: dict, out: Path) -> None:
     records = merge_cells(cfg, out)
-    rows = summarise(records, stamp(cfg), n_boot=cfg["analysis"]["bootstrap"])
+    n_boot = cfg["analysis"]["bootstrap"]
+    rows = summarise(records, stamp(cfg), n_boot=n_boot)
     write_csv(rows, out / "summary.csv")
-    typer.echo(f"{len(records)} episodes; {len(rows)} arms in {out / 'summary.csv'}")
+    kinds = {name: spec["kind"] for name, spec in cfg["eval"]["contexts"].items()}
+    margin = cfg["analysis"]["noninferiority_margin"]
+    tests = noninferiority_rows(records, margin, context_kinds=kinds, n_boot=n_boot)
+    write_csv([r | stamp(cfg) for r in tests], out / "noninferiority.csv", columns=[*COLUMNS, *stamp(cfg)])
+    typer.echo(
+        f"{len(records)} episodes; {len(rows)} arms in {out / 'summary.csv'}; {len(tests)} in noninferiority.csv"
+    )
 
 
 @app.command("case-study")

@@ -9,7 +9,8 @@ its seeds pooled, and the paired difference against the arm with no subagent und
 - Rates are means of 0/1 fields: `error_rate` of `error` set, `turn_limit_rate` of `turn_limit`, `verdict_accuracy`
   of `verdict_correct`. `cost_per_resolved_usd` is the arm's dollars over its resolved tasks (a ratio of sums).
 - Main-agent tokens fall when an episode ends early on an error, so `error_rate` stands beside them, and tokens and
-  dollars are also given over the tasks that both the arm and its reference resolved (`*_both_resolved`).
+  dollars are also given over the tasks that both the arm and its reference resolved in every run
+  (`*_both_resolved`: `noninferiority.both_resolved_costs`).
 - `wall_s`, `gpu_s`, `gpu_cost_usd` and `cost_usd` (which holds the GPU dollars) are wall-clock figures: they vary
   between runs as time does; `token_cost_usd` does not.
 """
@@ -23,7 +24,9 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from terminus.eval.noninferiority import arm_name, both_resolved_costs
 from terminus.io import write_text_atomic
+from terminus.stats import cluster_bootstrap
 
 METRICS = (
     "resolve_rate",
@@ -61,7 +64,6 @@ METRICS = (
 FIELD = {"resolve_rate": "resolved", "verdict_accuracy": "verdict_correct", "turn_limit_rate": "turn_limit"}
 ARM = ("main_agent", "subagent", "context", "benchmark")
 BASELINE = ("none", "full")  # the reference arm's subagent and context
-BOTH_RESOLVED = ("total_tokens", "cost_usd", "token_cost_usd")
 
 
 def _value(record: dict, metric: str) -> float | None:
@@ -79,15 +81,6 @@ def per_task(records: list[dict], metric: str) -> dict[str, list[float]]:
         if v is not None:
             out[r["task_id"]].append(v)
     return dict(out)
-
-
-def cluster_bootstrap(
-    by_task: dict[str, list[float]], n: int = 2000, seed: int = 0, alpha: float = 0.05
-) -> tuple[float, float, float]:
-    """The mean of the tasks' means and its percentile interval, resampling tasks with all their runs (seeded: the
-    same data give the same interval). NaNs without data; the value itself, thrice, for one task."""
-    means = [statistics.fmean(v) for _, v in sorted(by_task.items()) if v]
-    return bootstrap(means, n, seed, alpha)
 
 
 def bootstrap(values: list[float], n: int = 2000, seed: int = 0, alpha: float = 0.05) -> tuple[float, float, float]:
@@ -135,28 +128,10 @@ def cost_per_resolved(records: list[dict], n: int = 2000, seed: int = 0) -> tupl
     return value, draws[int(0.025 * len(draws))], draws[min(len(draws) - 1, int(0.975 * len(draws)))]
 
 
-def both_resolved(members: list[dict], baseline: list[dict]) -> dict:
-    """Tokens and dollars of the arm and of its reference over the tasks that both resolved in every run."""
-
-    def solved(records):
-        by: dict[str, list[float]] = defaultdict(list)
-        for r in records:
-            by[r["task_id"]].append(float(r.get("resolved") or 0))
-        return {t for t, v in by.items() if v and min(v) == 1.0}
-
-    tasks = solved(members) & solved(baseline)
-    row: dict = {"n_both_resolved": len(tasks)}
-    for metric in BOTH_RESOLVED:
-        for label, records in (("", members), ("ref_", baseline)):
-            values = [statistics.fmean(v) for t, v in per_task(records, metric).items() if t in tasks]
-            row[f"{label}{metric}_both_resolved"] = _round(statistics.fmean(values), _digits(metric)) if values else ""
-    return row
-
-
 def summarise(records: list[dict], stamp: dict, *, n_boot: int = 2000) -> list[dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
+    records = [{"context": "full"} | r for r in records]
     for r in records:
-        r = {"context": "full"} | r
         groups[tuple(r[c] for c in ARM)].append(r)
     rows = []
     for arm in sorted(groups, key=lambda c: tuple(str(x) for x in c)):
@@ -170,14 +145,14 @@ def summarise(records: list[dict], stamp: dict, *, n_boot: int = 2000) -> list[d
         key = (arm[0], *BASELINE, arm[3])
         baseline = groups.get(key) if arm != key else None
         for metric in METRICS:
-            mean, lo, hi = cluster_bootstrap(per_task(members, metric), n_boot)
+            mean, lo, hi = cluster_bootstrap(per_task(members, metric), n=n_boot)
             k = _digits(metric)
             row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"] = _round(mean, k), _round(lo, k), _round(hi, k)
             if baseline:
                 ref = per_task(baseline, metric)
                 mine = per_task(members, metric)
                 diffs = {t: [statistics.fmean(v) - statistics.fmean(ref[t])] for t, v in mine.items() if t in ref}
-                d, dlo, dhi = cluster_bootstrap(diffs, n_boot)
+                d, dlo, dhi = cluster_bootstrap(diffs, n=n_boot)
                 row[f"{metric}_diff"], row[f"{metric}_diff_lo"], row[f"{metric}_diff_hi"] = (
                     _round(d, k),
                     _round(dlo, k),
@@ -192,7 +167,9 @@ def summarise(records: list[dict], stamp: dict, *, n_boot: int = 2000) -> list[d
             _round(hi, 6),
         )
         if baseline:
-            row |= both_resolved(members, baseline)
+            both = both_resolved_costs(records, arm_name(members[0]), arm_name(baseline[0]), benchmark=arm[3])
+            row["n_both_resolved"] = both.pop("n_tasks")
+            row |= {f"{k}_both_resolved": "" if v is None else v for k, v in both.items()}
         rows.append(row | stamp)
     return rows
 
@@ -205,8 +182,9 @@ def _digits(metric: str) -> int:
     return 6 if "usd" in metric else 4  # dollars of a short episode are fractions of a cent
 
 
-def write_csv(rows: list[dict], path: Path) -> None:
-    columns: list[str] = []
+def write_csv(rows: list[dict], path: Path, columns: list[str] | None = None) -> None:
+    """Rows as a CSV, atomically; the columns in first-seen order, or as given (a header even without rows)."""
+    columns = list(columns or [])
     for row in rows:
         columns += [c for c in row if c not in columns]
     buffer = io.StringIO()

@@ -19,18 +19,14 @@ from terminus.settings.base import (
     field_default,
     filled,
 )
+from terminus.settings.evaluation import Eval, EvalJudge, EvalSwe, MainAgent, Subagent
 from terminus.settings.experiment import (
     Collect,
     Config,
-    Eval,
-    EvalJudge,
-    EvalSwe,
     Judge,
-    MainAgent,
     Model,
     Registry,
     Splits,
-    Subagent,
     SweTasks,
     Synthetic,
     Tasks,

@@ -68,6 +68,7 @@ NAME_PATTERN = r"^[A-Za-z0-9.-]+(_[A-Za-z0-9.-]+)*$"  # a cell-name part: no `__
 RUN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 Api = Literal["chat", "responses"]
+Split = Literal["train", "val", "test"]
 TurnLimit = Annotated[StrictInt, Field(ge=2)]
 
 
