@@ -8,7 +8,11 @@ from terminus.config import fill_defaults
 min_version("9.0")
 
 
-configfile: "configs/config.yaml"
+# The smoke config unless --configfile names another: Snakemake would otherwise merge the named file into this one
+# key by key, and a mapping in both (eval.contexts) would keep the smoke's entries beside the paper's.
+if not workflow.overwrite_configfiles:
+
+    configfile: "configs/config.yaml"
 
 
 # One validation, the stages' own (terminus.config): the schema's defaults filled in, as every CLI stage reads it.

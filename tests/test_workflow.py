@@ -50,6 +50,19 @@ def test_paper_dry_run_has_one_eval_job_per_cell():
     gpu = re.findall(r"^rule eval_cell:.*?output: \S+/cells/(\S+)\.jsonl.*?resources: ([^\n]*)", text, re.M | re.S)
     by_cell = {name: bool(re.search(r"(?:^|, )gpu=1\b", res)) for name, res in gpu}
     assert by_cell["reader__terminus-4b__full__repair__0"] and not by_cell["reader__claude-sonnet__full__repair__0"]
+    # issue 42's arms: no subagent under every context, every subagent under the full one, Terminus-4B masked too;
+    # the reader on the synthetic benchmarks alone; SWE-bench Verified; sampling cells three times, greedy ones once
+    arms = {tuple(n.split("__")[:3]) for n in names}
+    for context in ("full", "trunc10k", "mask10", "summarize"):
+        assert ("claude-sonnet", "none", context) in arms
+    for sub in ("claude-haiku", "qwen3-4b", "sft", "terminus-4b", "claude-sonnet"):
+        assert ("claude-sonnet", sub, "full") in arms
+    assert ("claude-sonnet", "terminus-4b", "mask10") in arms and ("claude-sonnet", "sft", "mask10") not in arms
+    benches = {n.split("__")[3] for n in names}
+    assert {"swebench-verified", "swebench-pro", "swe-sharp"} <= benches
+    assert not [n for n in names if n.startswith("reader__") and n.split("__")[3] not in ("repair", "execution")]
+    assert {n.split("__")[4] for n in names if n.startswith("claude-sonnet__")} == {"0", "1", "2"}
+    assert {n.split("__")[4] for n in names if n.startswith("reader__")} == {"0"}
 
 
 def test_profile_names_resolve_after_install(tmp_path):

@@ -21,7 +21,9 @@ WALL_CLOCK = "<wall-clock>"
 # Field names that hold a measured time or a rate over time.
 _TIME_KEY = re.compile(
     r"duration|runtime|elapsed|wall|timestamp|per_second|per_s$|_s$|_seconds$|^time$|_time$|^time_|_at$|^started|"
-    r"^finished",
+    r"^finished|"
+    # dollars that hold a local model's GPU time (wall-clock, priced: terminus.eval.cost); token_cost_usd does not
+    r"(?<!token_)cost_usd|cost_per_resolved|^gpu_",
     re.I,
 )
 TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".txt", ".yaml")

@@ -157,7 +157,7 @@ def cell_model_input(wildcards) -> list[str]:
     models = [cell_subagent(config["eval"], wildcards.cell).get("model") or ""]
     models.append((cell_context_model(config["eval"], wildcards.cell) or {}).get("model") or "")
     paths = [m.replace("{run}", config["run"]) for m in models]
-    return sorted({p for p in paths if p.startswith(RUN + "/")})
+    return sorted({p for p in paths if p.startswith(f"{RUN}/")})
 
 
 def cell_gpus(wildcards) -> int:

@@ -25,16 +25,21 @@ def plot_delegation(summary: pd.DataFrame):
 
 
 def token_savings(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per subagent: main-agent tokens relative to No-Subagent, resolve rates side by side."""
-    repair = summary[summary["benchmark"] == "repair"].set_index("subagent")
-    if "none" not in repair.index:
+    """Per arm (subagent, and the main agent's context): main-agent tokens relative to No-Subagent under the full
+    context, resolve rates side by side."""
+    repair = summary[summary["benchmark"] == "repair"]
+    if "context" not in repair:
+        repair = repair.assign(context="full")
+    full = repair[(repair["subagent"] == "none") & (repair["context"] == "full")]
+    if full.empty:
         return pd.DataFrame()
-    base = repair.loc["none"]
+    base = full.iloc[0]
     rows = []
-    for sub, r in repair.iterrows():
+    for _, r in repair.iterrows():
         rows.append(
             {
-                "subagent": sub,
+                "subagent": r["subagent"],
+                "context": r["context"],
                 "token_ratio": round(r["main_agent_tokens"] / base["main_agent_tokens"], 3),
                 "resolve_rate": r["resolve_rate"],
                 "resolve_rate_no_subagent": base["resolve_rate"],

@@ -14,6 +14,8 @@ def grid_long(summary: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
                 rows.append(
                     {
                         "subagent": r["subagent"],
+                        "context": r.get("context", "full"),
+                        "label": _label(r["subagent"], r.get("context", "full")),
                         "benchmark": r["benchmark"],
                         "main_agent": r["main_agent"],
                         "metric": m,
@@ -23,6 +25,11 @@ def grid_long(summary: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _label(subagent: str, context) -> str:
+    """An arm's bar label: the subagent, and the main agent's context where it is not the full one."""
+    return subagent if context in ("full", None) or context != context else f"{subagent}/{context}"
 
 
 SUBAGENT_ORDER = ["none", "scripted", "base", "sft", "grpo"]
@@ -45,7 +52,7 @@ def interval_bars(ax, data: pd.DataFrame, title: str, ylabel: str):
         ecolor="black",
         capsize=4,
     )
-    ax.set_xticks(range(len(data)), data["subagent"], rotation=20)
+    ax.set_xticks(range(len(data)), data["label"] if "label" in data else data["subagent"], rotation=30, ha="right")
     ax.set(title=title, ylabel=ylabel)
 
 
@@ -57,6 +64,6 @@ def grid_n(summary: pd.DataFrame, benchmarks: tuple[str, ...]) -> str:
         if rows.empty:
             continue
         ns = sorted({int(n) for n in rows["n"]})
-        seeds = sorted({int(s) for s in rows["seed"]})
-        parts.append(f"{bench}: {'/'.join(map(str, ns))} tasks per cell, {len(seeds)} seed{'s' * (len(seeds) > 1)}")
-    return "n = " + "; ".join(parts) + " (one episode per task; intervals: bootstrap over tasks)"
+        runs = sorted({int(s) for s in rows["runs"]}) if "runs" in rows else [len(set(rows["seed"]))]
+        parts.append(f"{bench}: {'/'.join(map(str, ns))} tasks per arm, {'/'.join(map(str, runs))} run(s) each")
+    return "n = " + "; ".join(parts) + " (intervals: bootstrap over tasks, each task's runs together)"

@@ -28,7 +28,7 @@ from terminus.collect.provenance import model_stamp
 from terminus.collect.runner import run_episode, run_jobs
 from terminus.config import resolve, resolve_model
 from terminus.config import stamp as make_stamp
-from terminus.eval.cells import CellError, CellRun, cell_names, find_cell
+from terminus.eval.cells import CellError, CellRun, cell_names, cell_runs_once, find_cell
 from terminus.eval.cost import CellPrices
 from terminus.eval.main_episode import history_fields, main_agent_fields, main_brain
 from terminus.eval.record import EvalRecord, MainAgentRecord
@@ -219,6 +219,8 @@ def run_cell(
     config, sandbox, ev = run.config, run.sandbox, run.cfg.eval
     main, sub, context, bench, seed = find_cell(config["eval"], name)
     context_spec = config["eval"]["contexts"][context]
+    if cell_runs_once(config["eval"], name):
+        log.info("cell %s is deterministic: it runs once, not again under seeds %s", name, config["eval"]["seeds"][1:])
     if is_swe(bench):  # SWE-family cells bring their own instances; the others run the task file's split
         work = swe_instances(config["eval"], bench)
     else:
