@@ -27,7 +27,7 @@ _TIME_KEY = re.compile(
 TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".txt", ".yaml")
 # What `scripts/cache_results.py` adds to each committed table: which config, commit and run made it. A table that
 # reproduces the committed one at a later commit differs from it only there.
-STAMPS = frozenset({"config_hash", "git_commit", "run"})
+STAMPS = frozenset({"config_hash", "git_commit", "run", "machine"})
 # A path into a run folder, wherever the checkout was: the committed tables name the folder of the run that made
 # them (judge/validity.json's note names the served judge model), a fresh run its own.
 RUN_PATH = re.compile(r"(?<![\w./-])/(?:[\w.+-]+/)*?(?=results/)")
