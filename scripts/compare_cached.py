@@ -45,7 +45,7 @@ def report(result: dict, run: Path, cached: Path, verbose: bool = True) -> int:
             print(f"    {problem}")
         if len(v.problems) > 12:
             print(f"    ... and {len(v.problems) - 12} more")
-        for label, names in (v.rules.items() if verbose else ()):
+        for label, names in v.rules.items() if verbose else ():
             shown = ", ".join(names[:14]) + (f" (+{len(names) - 14} more)" if len(names) > 14 else "")
             print(f"    {label}: {shown}")
     total = len(result["verdicts"])

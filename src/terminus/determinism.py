@@ -88,3 +88,19 @@ def machine() -> dict:
         "threads": int(os.environ.get(THREADS_VAR) or torch.get_num_threads()),
     }
     return out
+
+
+def result_stamp(config_hash: str | None = None, inputs: dict | None = None) -> dict:
+    """The `stamp` object of a result file (results/benchmarks/*.json): the commit without its `-dirty` suffix,
+    `dirty` apart (scripts/check_results.py fails on it), the config hash and the inputs' hashes where the result
+    has them, and the machine."""
+    from terminus.config import git_commit
+
+    commit = git_commit()
+    return {
+        "commit": commit.removesuffix("-dirty"),
+        "dirty": commit.endswith("-dirty"),
+        "config_hash": config_hash,
+        "inputs": inputs or {},
+        "machine": machine(),
+    }
