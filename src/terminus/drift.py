@@ -103,7 +103,13 @@ def wilson(rate: float, n: int) -> tuple[float, float]:
 
 
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return a[0] <= b[1] + 1e-12 and b[0] <= a[1] + 1e-12
+    """Whether two intervals meet, give or take float noise (`DEFAULT_REL`: a one-point range of 1.0 meets 1.00001)."""
+    slack = DEFAULT_REL * max(map(abs, (*a, *b)), default=0.0) + 1e-12
+    return a[0] <= b[1] + slack and b[0] <= a[1] + slack
+
+
+def shown(value) -> str:
+    return repr(value[:120] if isinstance(value, str) else value)[:160]
 
 
 def show(interval: tuple[float, float]) -> str:
@@ -120,7 +126,7 @@ def compare_value(v: Verdict, where: str, name: str, a, b, rel: float | None, ex
         return
     v.rule(EXACT, name)
     if a != b:
-        v.fail(where, f"{name} {str(a)[:120]!r} against {str(b)[:120]!r} (exact)")
+        v.fail(where, f"{name} {shown(a)} against {shown(b)} (exact)")
 
 
 def compare_tree(v: Verdict, where: str, a, b, rel: float | None, exact: bool = False, name: str = "") -> None:
@@ -320,7 +326,9 @@ def load(path: Path):
     if path.suffix == ".jsonl":
         return [normalise(json.loads(line), RUN_PATH, STAMPS) for line in text.splitlines() if line.strip()]
     rows = list(csv.DictReader(io.StringIO(text)))
-    return [{k: WALL_CLOCK if is_wall_clock(k) and val else val for k, val in r.items()} for r in rows]
+    return [
+        {k: WALL_CLOCK if is_wall_clock(k) and val else val for k, val in r.items() if k not in STAMPS} for r in rows
+    ]
 
 
 SPECIFIC = {
