@@ -231,3 +231,27 @@ def test_against_refuses_a_missing_folder_and_workers_below_one(tmp_path):
     assert done.returncode == 2 and "--against" in done.stderr and "no such folder" in done.stderr
     done = reproduce_check(tmp_path / "work", tmp_path, tmp_path / "out.json", "--load", "cpu-hog", "--workers", "0")
     assert done.returncode == 2 and "--workers must be at least 1" in done.stderr
+
+
+def test_the_machine_stamp_names_the_cpu_its_kernels_and_threads(monkeypatch):
+    import torch
+
+    from terminus.config import stamp
+    from terminus.determinism import machine, result_stamp
+
+    monkeypatch.setenv("TERMINUS_THREADS", "3")
+    found = machine()
+    flags = Path("/proc/cpuinfo").read_text().split("\n\n")[0].split("flags", 1)[1].split("\n")[0].split()
+    assert found["avx2"] == ("avx2" in flags) and found["avx512f"] == ("avx512f" in flags)
+    assert len(found["flags_sha"]) == 12 and found["cpu"]
+    assert found["torch"] == torch.__version__ and found["blas"] and found["cpu_capability"]
+    assert found["threads"] == 3 and found["pins"]["TERMINUS_THREADS"] == "3"
+    monkeypatch.setenv("TERMINUS_GIT_COMMIT", "abc123def456-dirty")
+    assert result_stamp("c0ffee", {"tasks": "1d64"}) == {
+        "commit": "abc123def456",
+        "dirty": True,
+        "config_hash": "c0ffee",
+        "inputs": {"tasks": "1d64"},
+        "machine": found,
+    }
+    assert "machine" not in stamp({"run": "smoke"})  # the rows' stamp, and the config hash, leave it out
