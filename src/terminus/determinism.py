@@ -7,12 +7,20 @@
 - the seed, where the stage samples (`transformers.set_seed`: Python, NumPy and torch).
 
 What stays nondeterministic is named in docs/ARCHITECTURE.md ("Reproducibility"): vLLM's sampling and batching
-on GPUs, and wall-clock text, which `terminus.timing` keeps out of what models read.
+on GPUs, and wall-clock text, which `terminus.timing` keeps out of what models read. What none of these settings
+fixes is the machine: another CPU's kernels round otherwise, so results name it (`machine`, in `result_stamp` and
+the JSON tables' stamps).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
+import re
+from pathlib import Path
+
+from terminus.config import git_commit
 
 THREADS_VAR = "TERMINUS_THREADS"
 
@@ -39,9 +47,6 @@ KERNEL_PINS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR", "MKL_ENA
 
 def _cpu() -> tuple[str, list[str]]:
     """The CPU's model name and flags (the first processor of /proc/cpuinfo; the platform's words elsewhere)."""
-    import platform
-    from pathlib import Path
-
     try:
         first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
     except OSError:
@@ -56,9 +61,6 @@ def machine() -> dict:
     dispatches to), the intra-op thread count and any kernel pin set. Two machines that differ here may round
     differently (SFT's first loss 7.951068 on one x86 machine, 7.951073 on another); results/cached's comparison
     prints both. Kept out of the config hash and of per-row columns: it is the JSON stamps' `machine`."""
-    import hashlib
-    import re
-
     cpu, flags = _cpu()
     out = {
         "cpu": cpu,
@@ -94,8 +96,6 @@ def result_stamp(config_hash: str | None = None, inputs: dict | None = None) -> 
     """The `stamp` object of a result file (results/benchmarks/*.json): the commit without its `-dirty` suffix,
     `dirty` apart (scripts/check_results.py fails on it), the config hash and the inputs' hashes where the result
     has them, and the machine."""
-    from terminus.config import git_commit
-
     commit = git_commit()
     return {
         "commit": commit.removesuffix("-dirty"),

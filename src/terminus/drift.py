@@ -1,10 +1,11 @@
 """A fresh run's tables against results/cached/ when another machine may have made them (`scripts/compare_cached.py`).
 
-Why not byte for byte: the kernels torch runs on a CPU (ATen's AVX-512 or AVX2 code, oneDNN's ISA) round differently
-on another x86 machine. SFT's first loss is 7.951068 on one, 7.951073 on another; 100 SFT steps carry that to 1.1% of
-the eval loss; and once a trained model decodes, one flipped token makes every later one differ: between the caches of
-e00dc9d and 6ae211b (the same code on two machines) 10 of 18 SFT episodes ended otherwise and GRPO's first sampled
-completions were other completions. So each field gets the rule its origin allows, and `compare` says which it used:
+Why not byte for byte: the kernels torch runs on a CPU (ATen's AVX-512 or AVX2 code, oneDNN's ISA, MKL's path)
+round differently on another x86 machine. SFT's first loss is 7.951068 on one, 7.951073 on another; 100 SFT steps
+carry that to 1.1% of the eval loss; and once a trained model decodes, one flipped token makes every later one
+differ: between the caches of e00dc9d and 6ae211b (the same code on two machines) 12 of the 18 SFT eval episodes
+differ, 9 of them end otherwise, and GRPO's first sampled completions were other completions. So each field gets
+the rule its origin allows, and `compare` says which it used:
 
 - exact: what no float decides. The corpus and its counts, the rows (task set, steps), data counts and schedules
   (`num_tokens`, `learning_rate`), every field of an episode whose subagent is not trained (`scripted`, `none`, the
@@ -308,7 +309,10 @@ def compare_training_summary(v: Verdict, a: dict, b: dict, exact: bool) -> None:
                     v.fail(name, f"reward over steps {show(ia)} against {show(ib)} (no overlap)")
             elif f in ("reward_first", "reward_last"):
                 v.rule(f"{NOT_COMPARED} (one GRPO step; the curve is)", name)
-            elif isinstance(fx, float) and isinstance(fy, float) and 0 <= fy <= 1 and isinstance(y.get(n_key), int):
+            elif is_number(fx) and isinstance(fy, float) and 0 <= fy <= 1 and isinstance(y.get(n_key), int):
+                if not 0 <= fx <= 1:
+                    v.fail(name, f"{fx} is no rate (the cache's {fy} is)")
+                    continue
                 v.rule(f"95% Wilson intervals at {n_key} overlap", name)
                 ia, ib = wilson(fx, x.get(n_key, 0)), wilson(fy, y[n_key])
                 if not overlap(ia, ib):
