@@ -125,13 +125,15 @@ def compare_value(v: Verdict, where: str, name: str, a, b, rel: float | None, ex
         if not within(float(a), float(b), rel):
             v.fail(where, f"{name} {a!r} against {b!r} (more than {rel:g} relative)")
         return
-    v.rule(EXACT, name)
+    v.rule(f"{EXACT}{note}", name)
     if a != b:
         v.fail(where, f"{name} {shown(a)} against {shown(b)} (exact)")
 
 
-def compare_tree(v: Verdict, where: str, a, b, rel: float | None, exact: bool = False, name: str = "") -> None:
-    """Nested JSON: the same keys and lengths, each leaf by `compare_value`."""
+def compare_tree(
+    v: Verdict, where: str, a, b, rel: float | None, exact: bool = False, name: str = "", note: str = ""
+) -> None:
+    """Nested JSON: the same keys and lengths, each leaf by `compare_value` (`note` added to its rule's label)."""
     if a == WALL_CLOCK or b == WALL_CLOCK:
         v.rule(f"{NOT_COMPARED} (wall clock)", name)
         return
@@ -139,14 +141,15 @@ def compare_tree(v: Verdict, where: str, a, b, rel: float | None, exact: bool = 
         if set(a) != set(b):
             v.fail(where, f"keys {sorted(set(a) ^ set(b))[:8]} only one side has (exact)")
         for k in sorted(set(a) & set(b)):
-            compare_tree(v, f"{where}.{k}" if where else k, a[k], b[k], rel, exact, f"{name}.{k}" if name else k)
+            path, leaf = (f"{where}.{k}" if where else k), (f"{name}.{k}" if name else k)
+            compare_tree(v, path, a[k], b[k], rel, exact, leaf, note)
     elif isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             v.fail(where, f"{len(a)} items against {len(b)} (exact)")
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            compare_tree(v, f"{where}[{i}]", x, y, rel, exact, name)
+            compare_tree(v, f"{where}[{i}]", x, y, rel, exact, name, note)
     else:
-        compare_value(v, where or "value", name or "value", a, b, rel, exact)
+        compare_value(v, where or "value", name or "value", a, b, rel, exact, note)
 
 
 def wall_clock_keys(v: Verdict, row: dict) -> None:
@@ -221,7 +224,7 @@ def compare_records(v: Verdict, a: list[dict], b: list[dict], exact: bool) -> No
         x, y = ka[key], kb[key]
         wall_clock_keys(v, y)
         if exact or y.get("subagent") not in TRAINED:
-            compare_tree(v, str(key), x, y, None, True)
+            compare_tree(v, str(key), x, y, None, True, note="" if exact else " (an untrained subagent: every field)")
             continue
         for k in sorted(set(x) | set(y)):
             if k in RECORD_EXACT:
