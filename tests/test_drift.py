@@ -205,12 +205,14 @@ def test_wall_clock_and_stamps_are_not_compared(pair):
 def test_unknown_columns_numbers_within_tolerance_text_exact(tmp_path):
     """eval/noninferiority.csv (issue 42) by the default rules: a trained arm's row by its lo/hi interval, other
     numbers within 1e-4, text exact."""
-    header = "benchmark,arm,reference,resolve_diff,lo,hi,margin,p_holm,verdict\n"
+    header = "benchmark,arm,reference,resolve_diff,lo,hi,margin,p_holm,verdict,n_tasks,n_runs\n"
     cached, run = tmp_path / "cached", tmp_path / "run"
     for folder, sft, p in ((cached, "0.10,-0.05,0.25", "0.0300"), (run, "0.05,-0.10,0.20", "0.030001")):
         (folder / "eval").mkdir(parents=True)
         (folder / "eval" / "noninferiority.csv").write_text(
-            header + f"repair,sft,none,{sft},-0.1,0.2,non-inferior\nrepair,scripted,none,0.0,0.0,0.0,-0.1,{p},same\n"
+            header
+            + f"repair,reader__sft__full,reader__none__full,{sft},-0.1,0.2,non-inferior,12,1\n"
+            + f"repair,reader__scripted__full,reader__none__full,0.0,0.0,0.0,-0.1,{p},same,12,1\n"
         )
     assert problems(run, cached, tables=["eval/noninferiority.csv"]) == {}
     table = run / "eval" / "noninferiority.csv"
@@ -240,3 +242,19 @@ def test_on_the_caches_machine_every_rule_is_exact_and_another_machine_is_named(
     assert "Intel(R) Xeon(R)" in other.stdout and "AMD EPYC" in other.stdout
     assert "within 0.01 relative: " in other.stdout and "not compared (wall clock): " in other.stdout
     assert f"{len(TABLES)} tables of" in other.stdout
+
+
+def test_gpu_time_and_the_dollars_it_holds_are_not_compared_token_dollars_are(tmp_path):
+    """eval/summary.csv's cost columns (issue 42): `gpu_s`, `gpu_cost_usd`, `cost_usd` and `cost_per_resolved_usd`
+    hold measured time; `token_cost_usd` repeats with the tokens."""
+    header = "main_agent,subagent,context,benchmark,n,gpu_s,gpu_s_lo,cost_usd,cost_per_resolved_usd,token_cost_usd\n"
+    cached, run = tmp_path / "cached", tmp_path / "run"
+    for folder, gpu in ((cached, "1.5,1.2,0.0001,0.0002"), (run, "9.5,8.1,0.0009,0.0011")):
+        (folder / "eval").mkdir(parents=True)
+        (folder / "eval" / "summary.csv").write_text(header + f"reader,scripted,full,repair,3,{gpu},0.0123\n")
+    verdict = compare(run, cached, ["eval/summary.csv"], "exact")["verdicts"][0]
+    assert verdict.problems == []
+    assert verdict.rules["not compared (wall clock)"] == ["gpu_s", "gpu_s_lo", "cost_usd", "cost_per_resolved_usd"]
+    table = run / "eval" / "summary.csv"
+    table.write_text(table.read_text().replace(",0.0123", ",0.0124"))
+    assert "token_cost_usd" in problems(run, cached, "exact", ["eval/summary.csv"])["eval/summary.csv"][0]

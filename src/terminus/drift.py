@@ -15,9 +15,10 @@ the rule its origin allows, and `compare` says which it used:
 - intervals: what a trained model's generations decide. Rates with their n: 95% Wilson intervals must overlap; the eval
   summary's bootstrap intervals (`x_lo`, `x_hi`) must overlap where a trained arm has n >= 10 tasks; a GRPO metric's
   range over steps must overlap.
-- not compared: wall clock, stamps (`reproducibility.STAMPS`), an episode of a trained subagent beyond its identity
-  and outcome (its answer, commands and tokens count through the summary's intervals), and a trained arm's figures
-  in a summary row of fewer than 10 tasks (the smoke's 3 repair tasks: no interval to compare).
+- not compared: wall clock (GPU time and the dollars it holds too), stamps (`reproducibility.STAMPS`), an episode
+  of a trained subagent beyond its identity and outcome (its answer, commands and tokens count through the summary's
+  intervals), and a trained arm's figures in a summary row of fewer than 10 tasks (the smoke's 3 repair tasks: no
+  interval to compare).
 
 On the machine that made the cache (equal `machine` stamps) every rule is exact: there the tables reproduce to the
 byte (six smoke DAGs on one machine), so any difference is the code's.
@@ -59,7 +60,10 @@ RECORD_EXACT = frozenset(
     {"key", "task_id", "benchmark", "language", "source", "main_agent", "subagent", "seed", "schema", "resolved",
      "error"}
 )  # fmt: skip
-EXACT_COLUMNS = frozenset({"n", "resolve_rate", "resolve_rate_diff"})  # in every row of a CSV, with _lo and _hi
+# Counts and the main agent's outcome: exact in every row of a CSV (with their _lo and _hi).
+EXACT_COLUMNS = frozenset(
+    {"n", "runs", "episodes", "n_tasks", "n_runs", "n_both_resolved", "resolve_rate", "resolve_rate_diff"}
+)
 # The columns that name a CSV row (the eval summary's cell, the non-inferiority table's comparison).
 KEY_COLUMNS = ("main_agent", "subagent", "benchmark", "seed", "arm", "reference", "context")
 EXACT = "exact"
@@ -253,8 +257,9 @@ def _keyed(rows: list[dict]) -> dict:
 
 def compare_csv(v: Verdict, a: list[dict], b: list[dict], exact: bool) -> None:
     """A table of rows keyed by `KEY_COLUMNS`: the same columns and rows; text and `EXACT_COLUMNS` exact; a number in
-    a trained arm's row (its `subagent` or `arm` in `TRAINED`) with an interval (`x_lo`, `x_hi`, else the row's
-    `lo`, `hi`) by overlapping intervals; any other number within 1e-4 relative; an empty cell only by one."""
+    a trained arm's row (its `subagent`, or a part of its `arm` name such as `reader__sft__full`, in `TRAINED`) with
+    an interval (`x_lo`, `x_hi`, else the row's `lo`, `hi`) by overlapping intervals where the row has n >= `MIN_N`
+    tasks (not compared below); any other number within 1e-4 relative; an empty cell only by one."""
     if a and b and list(a[0]) != list(b[0]):
         v.fail("columns", f"{sorted(set(a[0]) ^ set(b[0]))} only one side has, or in another order (exact)")
     ra, rb = _keyed(a), _keyed(b)
@@ -262,7 +267,8 @@ def compare_csv(v: Verdict, a: list[dict], b: list[dict], exact: bool) -> None:
         v.fail("rows", f"rows only one side has: {sorted(set(ra) ^ set(rb), key=str)[:4]} (exact)")
     for key in [k for k in rb if k in ra]:
         x, y, where = ra[key], rb[key], "/".join(map(str, key))
-        trained = bool({y.get("subagent"), y.get("arm")} & TRAINED)
+        trained = any(part in TRAINED for arm in (y.get("subagent"), y.get("arm")) for part in str(arm).split("__"))
+        n = _float(y.get("n", y.get("n_tasks")))[1]
         for col in y:
             if col in STAMPS or col not in x:
                 continue
@@ -276,7 +282,7 @@ def compare_csv(v: Verdict, a: list[dict], b: list[dict], exact: bool) -> None:
                 v.rule(EXACT, col)
                 if x[col] != y[col] and not (na and nb and fa == fb):
                     v.fail(where, f"{col} {x[col]!r} against {y[col]!r} (exact)")
-            elif trained and _float(y.get("n"))[1] < MIN_N:
+            elif trained and n < MIN_N:
                 v.rule(f"{NOT_COMPARED} (trained arm's row, n < {MIN_N}: no interval)", col)
             elif trained and all(_float(r.get(c))[0] for r in (x, y) for c in (lo, hi)):
                 v.rule("95% intervals overlap (trained arm's row)", col)

@@ -18,10 +18,12 @@ from pathlib import Path
 from terminus.timing import normalise_timing
 
 WALL_CLOCK = "<wall-clock>"
-# Field names that hold a measured time or a rate over time.
+# Field names that hold a measured time, a rate over time, or dollars of GPU time (eval's `gpu_s`, `gpu_cost_usd`,
+# and `cost_usd` and `cost_per_resolved_usd`, which hold them: `token_cost_usd` alone repeats), with their
+# `_lo`/`_hi`/`_diff` and both-resolved columns.
 _TIME_KEY = re.compile(
     r"duration|runtime|elapsed|wall|timestamp|per_second|per_s$|_s$|_seconds$|^time$|_time$|^time_|_at$|^started|"
-    r"^finished",
+    r"^finished|^gpu_|(?<!token_)cost_usd|cost_per_resolved",
     re.I,
 )
 TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".txt", ".yaml")
