@@ -163,11 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     from terminus.config import git_commit
+    from terminus.determinism import result_stamp
     from terminus.io import write_json_atomic
 
     with tempfile.TemporaryDirectory(prefix="paper-path-") as tmp:
         result = check(Path(tmp), args.sandbox)
     result["git_commit"] = git_commit()
+    result["stamp"] = result_stamp()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.out, result)
     print(json.dumps(result, indent=1))

@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from terminus.analysis.notebook import FILES  # noqa: E402
 from terminus.config import git_commit  # noqa: E402
+from terminus.determinism import result_stamp  # noqa: E402
 from terminus.io import write_json_atomic  # noqa: E402
 from terminus.reproducibility import compare_cached, compare_runs, compared_files, is_run_folder  # noqa: E402
 
@@ -147,6 +148,7 @@ def main() -> int:
     result["loaded_run"] = loaded
     result["wall_s"] = walls
     result["git_commit"] = git_commit()
+    result["stamp"] = result_stamp()
     write_json_atomic(args.out, result)
     print(f"{len(result['identical'])} identical, {len(result['differing'])} differing -> {args.out}")
     for diff in result["differing"][:20]:

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from terminus.analysis.notebook import FILES
 from terminus.reproducibility import compare_cached, compare_runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,6 +126,20 @@ def test_a_later_commit_reproducing_the_cached_tables_passes_stamps_and_checkout
     done = compare_cached_cli(fresh, cached)
     assert done.returncode == 0, done.stdout
     assert "9 tables" in done.stdout
+    assert "machine of the run:   not stamped" in done.stdout  # the fresh summary above names no machine
+
+
+def test_the_cached_folder_is_stamped_with_the_runs_machine(tmp_path):
+    run = smoke_tables(tmp_path / "then" / "results" / "smoke", "3bfadab0c0de-dirty")
+    summary = json.loads((run / "training" / "summary.json").read_text())
+    machine = {"cpu": "AMD EPYC", "flags_sha": "fe5f311e38bf", "avx2": True, "avx512f": True, "threads": 2}
+    (run / "training" / "summary.json").write_text(json.dumps(summary | {"machine": machine}))
+    cached = cache(run, tmp_path / "cached")
+    stamp = json.loads((cached / "stamp.json").read_text())
+    assert stamp["commit"] == "3bfadab0c0de" and stamp["dirty"] is True and stamp["machine"] == machine
+    assert set(stamp["tables"]) == set(FILES.values()) and stamp["config_hash"] == "0d317d6a117a"
+    assert json.loads((cached / "tasks" / "tasks.stats.json").read_text())["machine"] == machine  # JSON: stamped
+    assert "machine" not in (cached / "eval" / "summary.csv").read_text()  # CSV rows keep their columns
 
 
 def test_a_changed_figure_fails_naming_its_table(tmp_path):
@@ -135,7 +150,8 @@ def test_a_changed_figure_fails_naming_its_table(tmp_path):
     done = compare_cached_cli(fresh, cached)
     assert done.returncode == 1
     assert "1 of 9 tables" in done.stdout
-    assert "models/sft/metrics.jsonl (line 2)" in done.stdout and "33141" in done.stdout
+    assert "models/sft/metrics.jsonl: DIFFERS" in done.stdout
+    assert "step 2: num_tokens 33141 against 33128 (exact)" in done.stdout
     result = compare_cached(fresh, cached)
     assert [d["path"] for d in result["differing"]] == ["models/sft/metrics.jsonl"]
 
@@ -147,7 +163,8 @@ def test_a_table_missing_from_the_cache_or_the_run_fails(tmp_path):
     (fresh / "judge" / "validity.json").unlink()
     done = compare_cached_cli(fresh, cached)
     assert done.returncode == 1
-    assert "eval/case_study.json (file)" in done.stdout and "judge/validity.json (file)" in done.stdout
+    assert "eval/case_study.json: DIFFERS\n    file: run: present, cached: missing" in done.stdout
+    assert "judge/validity.json: DIFFERS\n    file: run: missing, cached: present" in done.stdout
     differing = {d["path"]: d for d in compare_cached(fresh, cached)["differing"]}
     assert differing["eval/case_study.json"]["b"] == "missing" and differing["judge/validity.json"]["a"] == "missing"
     assert compare_cached_cli(fresh, tmp_path / "nowhere").returncode == 2
@@ -214,3 +231,27 @@ def test_against_refuses_a_missing_folder_and_workers_below_one(tmp_path):
     assert done.returncode == 2 and "--against" in done.stderr and "no such folder" in done.stderr
     done = reproduce_check(tmp_path / "work", tmp_path, tmp_path / "out.json", "--load", "cpu-hog", "--workers", "0")
     assert done.returncode == 2 and "--workers must be at least 1" in done.stderr
+
+
+def test_the_machine_stamp_names_the_cpu_its_kernels_and_threads(monkeypatch):
+    import torch
+
+    from terminus.config import stamp
+    from terminus.determinism import machine, result_stamp
+
+    monkeypatch.setenv("TERMINUS_THREADS", "3")
+    found = machine()
+    flags = Path("/proc/cpuinfo").read_text().split("\n\n")[0].split("flags", 1)[1].split("\n")[0].split()
+    assert found["avx2"] == ("avx2" in flags) and found["avx512f"] == ("avx512f" in flags)
+    assert len(found["flags_sha"]) == 12 and found["cpu"]
+    assert found["torch"] == torch.__version__ and found["blas"] and found["cpu_capability"]
+    assert found["threads"] == 3 and found["pins"]["TERMINUS_THREADS"] == "3"
+    monkeypatch.setenv("TERMINUS_GIT_COMMIT", "abc123def456-dirty")
+    assert result_stamp("c0ffee", {"tasks": "1d64"}) == {
+        "commit": "abc123def456",
+        "dirty": True,
+        "config_hash": "c0ffee",
+        "inputs": {"tasks": "1d64"},
+        "machine": found,
+    }
+    assert "machine" not in stamp({"run": "smoke"})  # the rows' stamp, and the config hash, leave it out

@@ -18,18 +18,18 @@ from pathlib import Path
 from terminus.timing import normalise_timing
 
 WALL_CLOCK = "<wall-clock>"
-# Field names that hold a measured time or a rate over time.
+# Field names that hold a measured time, a rate over time, or dollars of GPU time (eval's `gpu_s`, `gpu_cost_usd`,
+# and `cost_usd` and `cost_per_resolved_usd`, which hold them: `token_cost_usd` alone repeats), with their
+# `_lo`/`_hi`/`_diff` and both-resolved columns.
 _TIME_KEY = re.compile(
     r"duration|runtime|elapsed|wall|timestamp|per_second|per_s$|_s$|_seconds$|^time$|_time$|^time_|_at$|^started|"
-    r"^finished|"
-    # dollars that hold a local model's GPU time (wall-clock, priced: terminus.eval.cost); token_cost_usd does not
-    r"(?<!token_)cost_usd|cost_per_resolved|^gpu_",
+    r"^finished|^gpu_|(?<!token_)cost_usd|cost_per_resolved",
     re.I,
 )
 TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".txt", ".yaml")
 # What `scripts/cache_results.py` adds to each committed table: which config, commit and run made it. A table that
 # reproduces the committed one at a later commit differs from it only there.
-STAMPS = frozenset({"config_hash", "git_commit", "run"})
+STAMPS = frozenset({"config_hash", "git_commit", "run", "machine"})
 # A path into a run folder, wherever the checkout was: the committed tables name the folder of the run that made
 # them (judge/validity.json's note names the served judge model), a fresh run its own.
 RUN_PATH = re.compile(r"(?<![\w./-])/(?:[\w.+-]+/)*?(?=results/)")

@@ -18,6 +18,7 @@ from terminus.cli.support import (
     write_resolved,
 )
 from terminus.config import stamp
+from terminus.determinism import machine
 from terminus.errors import TerminusError
 from terminus.io import read_jsonl, write_json_atomic, write_jsonl_atomic
 from terminus.judge.setup import judge_cache_dir, judge_from_config, scorer_from_config
@@ -100,7 +101,7 @@ def judge_validity(
     pairs = llm_pairs or judge_cfg.validity_llm_pairs
     with judge_from_config(run.cfg, judge_cache_dir(cfg)) as judge:
         report = validity_report(records, task_map, judge, llm_pairs=pairs, seed=run.seed, note=note, labels=rows)
-    report.update(stamp(cfg))
+    report.update(stamp(cfg) | {"machine": machine()})
     scored = report["llm_judge"]
     if llm and scored["n"] and scored["unparseable_pairs"] > scored["n"] / 2:
         write_json_atomic(out, report)

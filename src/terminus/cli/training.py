@@ -12,6 +12,7 @@ import typer
 from terminus.cli import _run, app
 from terminus.cli.support import TURN_LIMIT, pull_option, set_option, write_resolved
 from terminus.config import load_yaml, stamp
+from terminus.determinism import machine
 from terminus.errors import TerminusError
 from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Backend
@@ -153,7 +154,7 @@ def training_summary_command(
         {"base": base, "sft": sft, "grpo": grpo},
         grpo_metrics,
         out,
-        stamp=stamp(run.config),
+        stamp=stamp(run.config) | {"machine": machine()},  # the JSON stamp names the machine; CSV rows do not
         sandbox=run.sandbox,
         max_turns=max_turns,
         max_new_tokens=max_new_tokens or summary.summary_max_new_tokens,
