@@ -33,7 +33,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
+from terminus import __version__
+from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text, no_answer_reason
 from terminus.agent.trajectory import Trajectory
 from terminus.collect.runner import split_timings
 from terminus.io import append_jsonl
@@ -191,6 +192,9 @@ class SubagentService:
         self._keep(traj)
         if traj.termination == "crash":
             return crash_text(traj), True
+        missing = no_answer_reason(traj)
+        if missing:  # a broken model or endpoint is an error, not an empty result
+            return "\n".join([missing, *traj.notes]), True
         return answer_text(traj), False
 
     def _keep(self, traj: Trajectory) -> None:
@@ -248,7 +252,7 @@ def _progress(ctx: Context) -> Callable[[str], None]:
 
 
 def build_server(service: SubagentService) -> MCPServer:
-    server = MCPServer("terminus", instructions=INSTRUCTIONS)
+    server = MCPServer("terminus", instructions=INSTRUCTIONS, version=__version__)  # a client shows serverInfo
 
     async def execution_subagent(
         query: Annotated[str, Field(description=QUERY_HELP)],
