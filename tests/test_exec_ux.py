@@ -198,9 +198,8 @@ def test_prices_are_found_by_name_and_dated(tmp_path):
 
 
 def test_version():
-    from terminus import __version__
-
     import terminus as package
+    from terminus import __version__
 
     done = terminus("--version")
     where = Path(package.__file__).resolve().parent  # the install that ran: a clone's src/, a venv's site-packages

@@ -168,9 +168,10 @@ def test_a_model_that_gives_no_answer_is_an_error_that_says_why(tmp_path, tiny_m
     args = ("--repo", str(repo), "--policy", "transformers", "--model", str(tiny_model), "--sandbox", "local")
 
     async def session():
-        async with stdio_client(params(*args, "--trajectories", str(kept))) as (read, write), ClientSession(
-            read, write
-        ) as client:
+        async with (
+            stdio_client(params(*args, "--trajectories", str(kept))) as (read, write),
+            ClientSession(read, write) as client,
+        ):
             await client.initialize()
             return await client.call_tool("execution_subagent", {"query": QUERY, "description": ""})
 

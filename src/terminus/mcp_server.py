@@ -35,7 +35,7 @@ from pydantic import Field
 
 from terminus import __version__
 from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text, no_answer_reason
-from terminus.agent.trajectory import Trajectory
+from terminus.agent.trajectory import Trajectory, command_outputs
 from terminus.collect.runner import split_timings
 from terminus.io import append_jsonl
 from terminus.mcp_http import HEADER_TIMEOUT_S, LOOPBACK, listen, serve_http  # noqa: F401 - LOOPBACK: the CLI's
@@ -45,6 +45,7 @@ from terminus.models.openai_compat import api_key_from_env
 from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Sandbox, SandboxError, SandboxSpec, default_backend, make_sandbox
 from terminus.sandbox.docker import default_image
+from terminus.sandbox.projectenv import unseen_host_paths
 from terminus.sandbox.tmproot import remove_own_root
 from terminus.settings import REQUEST_TIMEOUT
 
@@ -184,6 +185,9 @@ class SubagentService:
                 return "error: the call was cancelled", True
             agent = ExecutionSubagent(self.policy, call.box, AgentConfig(max_turns=self.settings.max_turns), announce)
             traj = agent.run(query, description, trajectory_id=call.id)
+            # Which host paths a command that could not start named and the sandbox hides: only the user, who
+            # starts the server, can bind them, so the answer says which (while the sandbox is still there to ask).
+            unseen = unseen_host_paths(call.box, command_outputs(traj))
         finally:
             with self._lock:
                 self._calls.pop(call.id, None)
@@ -192,10 +196,14 @@ class SubagentService:
         self._keep(traj)
         if traj.termination == "crash":
             return crash_text(traj), True
+        note = [
+            f"note: {', '.join(unseen[:3])} exists on the host but the {self.backend} sandbox does not show it (its "
+            "/tmp and /home are private): the user can start terminus mcp with --bind PATH to show it read-only"
+        ] if unseen else []  # fmt: skip
         missing = no_answer_reason(traj)
         if missing:  # a broken model or endpoint is an error, not an empty result
-            return "\n".join([missing, *traj.notes]), True
-        return answer_text(traj), False
+            return "\n".join([missing, *traj.notes, *note]), True
+        return "\n".join([answer_text(traj), *note]), False
 
     def _keep(self, traj: Trajectory) -> None:
         """Append the trajectory in collect's record (timings in the sidecar), so sessions can feed the corpus."""

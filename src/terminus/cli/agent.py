@@ -20,6 +20,7 @@ from terminus.agent.parsing import FormatError, parse_tool_calls
 from terminus.agent.terminal import observation
 from terminus.cli import _run, app
 from terminus.cli.support import (
+    BIND_HELP,
     COPY_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,
@@ -28,9 +29,11 @@ from terminus.cli.support import (
     copy_cap_bytes,
     copy_cap_option,
     endpoint_options,
+    project_spec,
     pull_option,
     seconds,
     set_option,
+    unseen_note,
     write_resolved,
 )
 from terminus.config import ROOT
@@ -244,6 +247,7 @@ def exec_subagent(
     prices: Path = typer.Option(None, help="A price table of your own (layout: configs/prices.yaml)."),
     copy: str = typer.Option("git", help=COPY_HELP),
     max_copy_mb: int = copy_cap_option(),
+    bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:
     """Run the Execution Subagent on any directory and print its final answer, its notes and what it cost.
 
@@ -282,7 +286,7 @@ def exec_subagent(
     live = not as_json and not verbose and sys.stderr.isatty() and sys.stdout.isatty()
     progress = Progress(max_turns, model=calls_model) if live else None
     listeners = [f for f in (progress and progress.message, verbose and verbose_printer()) if f]
-    spec = SandboxSpec(sandbox, pull=pull)
+    spec = project_spec(SandboxSpec(sandbox, pull=pull), repo, bind, copy, "terminus exec")
     with make_sandbox(spec, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
         agent = ExecutionSubagent(
             agent_policy,
@@ -291,6 +295,7 @@ def exec_subagent(
             on_command=progress.command if progress else None,
             on_message=(lambda m: [f(m) for f in listeners]) if listeners else None,
         )
+
         def outcome(t) -> dict:
             """What exec adds to the record (--json, --trajectory): its cost, why there is no answer, the folder."""
             cost = cost_summary(t, price, local_model, calls_model)
@@ -298,6 +303,8 @@ def exec_subagent(
 
         with progress or contextlib.nullcontext():
             traj = agent.run(query, description, save_to=trajectory, saved_extra=outcome)
+        for line in unseen_note(box, traj):
+            typer.echo(f"terminus exec: {line}", err=True)
     if traj.termination == "crash":  # e.g. the endpoint went away: one line, non-zero exit
         raise TerminusError(f"the episode crashed: {shown(str(traj.error))}")
     extra = outcome(traj)
