@@ -16,6 +16,10 @@ The repository is not trusted (a cloned project may hold anything), so what is b
   leads outside is refused), and the resolved folder is what gets bound (`binds.parse_bind`);
 - nothing a repository's files say is followed: a `.venv`'s interpreter (pyvenv.cfg, its `python` link) outside the
   sandbox's view is named, with the `--bind` that shows it, and the `.venv` is not bound until it can run.
+
+A `.venv`'s own scripts name its host path in their first line (`#!/home/u/proj/.venv/bin/python`), which the
+sandbox does not have: `.venv/bin/python -m pytest` runs, `.venv/bin/pytest` may not. An editable install's path
+file names the host's source folder: where the sandbox shows it (outside /tmp and /home), that copy is imported.
 """
 
 from __future__ import annotations
