@@ -62,11 +62,12 @@ def on_a_terminal(args: list[str]) -> str:
 def test_exec_on_a_terminal_shows_turn_time_and_command(project):
     screen = on_a_terminal(["exec", "--repo", str(project), "--query", QUERY, "--sandbox", "local"])
     # the status line, redrawn in place: the turn, the time so far, the command being run or the wait for the model
-    assert "terminus exec · turn 1/10 ·" in screen and "turn 3/10 · " in screen and "waiting for the model" in screen
+    assert "terminus exec · turn 1/10 ·" in screen and "turn 3/10 · " in screen
+    assert "choosing the next command" in screen and "waiting for the model" not in screen  # the scripted expert
     assert "turn 2/10 ·   1." in screen and "· $ python3 -m pytest" in screen  # the 1.5 s test run, as it runs
     assert " s · " in screen and "\r\x1b[K" in screen
     assert "Command: python3 -m pytest" in screen and "test_add" in screen
-    assert screen.rstrip().splitlines()[-1].startswith("cost: 3 model calls, 2 commands, 0 tokens in, 0 out")
+    assert screen.rstrip().splitlines()[-1].startswith("cost: 0 model calls, 2 commands, 0 tokens in, 0 out, $0.0000")
 
 
 def test_exec_piped_prints_only_the_result(project, tmp_path):
@@ -77,11 +78,14 @@ def test_exec_piped_prints_only_the_result(project, tmp_path):
     assert done.stdout.startswith("<final_answer>") and done.stdout.rstrip().splitlines()[-1].startswith("cost: ")
     record = json.loads(saved.read_text())  # saved, whole, atomically (no temporary file left beside it)
     assert record["schema"] == "terminus.trajectory/1" and record["termination"] == "final_answer"
+    assert record["cost"]["commands"] == len(record["turns"]) == 2 and record["no_answer"] is None
+    assert record["repo"] == str(project.resolve())
     assert [p.name for p in tmp_path.iterdir()] == ["episode.json"]
     as_json = terminus("exec", "--repo", str(project), "--query", QUERY, "--sandbox", "local", "--json")
     payload = json.loads(as_json.stdout)
-    assert payload["cost"] == {"model_calls": 3, "commands": 2, "tokens_in": 0, "tokens_out": 0, "dollars": None,
-                               "price": None}  # fmt: skip
+    assert payload["cost"] == {"model_calls": 0, "commands": 2, "tokens_in": 0, "tokens_out": 0, "dollars": 0.0,
+                               "price": "no model: the scripted expert"}  # fmt: skip
+    assert payload["no_answer"] is None
     assert as_json.stderr == ""
 
 
@@ -107,13 +111,45 @@ def test_max_cost_stops_a_run_cleanly(project, tiny_model, tmp_path):
 
     saved = tmp_path / "t.json"
     done = exec_("--max-cost", "0.000001", "--price-in", "1", "--price-out", "2", "--trajectory", str(saved))
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == 1, done.output  # no answer: said, and the exit status says so too
+    assert done.stdout.startswith("no final answer: the token or cost budget was spent\n")
     record = json.loads(saved.read_text())
     assert record["termination"] == "budget" and "stopped at its cost budget" in record["notes"][-1]
+    assert record["no_answer"] == "no final answer: the token or cost budget was spent"
+    assert record["cost"]["model_calls"] == 1 and record["cost"]["dollars"] > 0
     assert sum(m["role"] == "assistant" for m in record["messages"]) == 1  # no model call after the budget
     assert "stopped at its cost budget" in done.stdout  # the note, for the main agent
     dollars = (record["prompt_tokens"] * 1 + record["completion_tokens"] * 2) / 1e6
     assert done.stdout.rstrip().splitlines()[-1].endswith(f"${dollars:.4f} ($1/$2 per million tokens, as given)")
+
+
+def test_no_final_answer_says_why_with_its_count(project, tiny_model, tmp_path):
+    """The tiny model's replies are never a tool call or an answer: exec and --json name the termination and its
+    count where the answer would be, and exit non-zero, so a main agent tells a broken model from an empty result."""
+    from typer.testing import CliRunner
+
+    from terminus.cli import app
+
+    base = ["exec", "--repo", str(project), "--query", QUERY, "--sandbox", "local", "--policy", "transformers"]
+    base += ["--model", str(tiny_model)]
+    done = CliRunner().invoke(app, [*base, "--max-turns", "8"])
+    assert done.exit_code == 1, done.output
+    assert done.stdout.startswith("no final answer: 3 malformed tool calls\n"), done.stdout
+    assert "gave no final answer" not in done.stdout
+    as_json = CliRunner().invoke(app, [*base, "--max-turns", "2", "--json"])
+    record = json.loads(as_json.stdout)
+    assert as_json.exit_code == 1 and record["termination"] == "turn_limit"
+    assert record["no_answer"] == "no final answer: the turn limit was reached (2 model replies)"
+    assert record["cost"]["model_calls"] == 2 and record["cost"]["dollars"] == 0.0  # a local model
+
+
+def test_a_local_endpoint_costs_nothing():
+    from terminus.agent.cost import local_endpoint
+
+    for url in ("http://127.0.0.1:8000/v1", "http://localhost:8000/v1", "http://[::1]:8000/v1", "127.0.0.2:9/v1"):
+        assert local_endpoint(url), url
+    for url in ("https://api.openai.com/v1", "http://10.0.0.5:8000/v1", "http://localhost.example.com/v1", None):
+        assert not local_endpoint(url), url
 
 
 def test_the_token_budget_is_checked_before_each_model_call():
@@ -162,10 +198,12 @@ def test_prices_are_found_by_name_and_dated(tmp_path):
 
 
 def test_version():
+    import terminus as package
     from terminus import __version__
 
     done = terminus("--version")
-    assert done.returncode == 0 and done.stdout.strip() == f"terminus {__version__}"
+    where = Path(package.__file__).resolve().parent  # the install that ran: a clone's src/, a venv's site-packages
+    assert done.returncode == 0 and done.stdout.strip() == f"terminus {__version__} ({where})"
 
 
 def test_mcp_print_config_names_this_install(tmp_path):

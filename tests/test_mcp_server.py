@@ -29,6 +29,7 @@ from mcp_client import (
     text_of,
     wait_for,
 )
+from terminus import __version__
 from terminus.agent.parsing import parse_final_answer
 from terminus.judge.facts import check, observations_of
 from terminus.models.serve import free_port
@@ -63,7 +64,7 @@ def test_sdk_client_lists_the_tool_and_gets_the_true_facts_with_progress(tmp_pat
             return init, tools, result
 
     init, tools, result = anyio.run(session)
-    assert init.server_info.name == "terminus"
+    assert init.server_info.name == "terminus" and init.server_info.version == __version__
     assert [t.name for t in tools] == ["execution_subagent"]
     schema = tools[0].input_schema
     assert sorted(schema["required"]) == ["description", "query"]
@@ -156,6 +157,28 @@ def test_bad_inputs_come_back_as_error_content_and_the_server_stays_up(tmp_path)
     assert results["listed after"] == ["execution_subagent"]
     box = results["sandbox fails"]
     assert box.is_error and "cannot start a docker sandbox" in text_of(box) and "Docker engine" in text_of(box)
+    assert "start the engine" in text_of(box) and "--sandbox bwrap" in text_of(box)  # and what to do about it
+
+
+def test_a_model_that_gives_no_answer_is_an_error_that_says_why(tmp_path, tiny_model):
+    """The tiny model never calls the tool nor answers: the result is an error naming the termination and its count,
+    the same words `terminus exec` prints, never an empty answer that reads like a result."""
+    repo, kept = tmp_path / "repo", tmp_path / "kept"
+    failing_project(repo)
+    args = ("--repo", str(repo), "--policy", "transformers", "--model", str(tiny_model), "--sandbox", "local")
+
+    async def session():
+        async with (
+            stdio_client(params(*args, "--trajectories", str(kept))) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            return await client.call_tool("execution_subagent", {"query": QUERY, "description": ""})
+
+    result = anyio.run(session)
+    [record] = [json.loads(line) for line in (kept / "trajectories.jsonl").read_text().splitlines()]
+    assert record["termination"] == "format_error" and record["format_errors"] == 3
+    assert result.is_error and text_of(result) == "no final answer: 3 malformed tool calls", text_of(result)
 
 
 ISOLATION_TEST = """\

@@ -153,3 +153,21 @@ def test_the_screenshot_script_renders_results_cached(tmp_path, chromium):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_an_exec_trajectory_is_named_by_its_repository(tmp_path):
+    repo = tmp_path / "my-calculator"
+    repo.mkdir()
+    (repo / "test_calc.py").write_text("def test_add():\n    assert 1 + 1 == 3\n")
+    saved = tmp_path / "episode.json"
+    query = ["--query", "run the tests", "--sandbox", "local", "--trajectory", str(saved)]
+    done = CliRunner().invoke(app, ["exec", "--repo", str(repo), *query])
+    assert done.exit_code == 0, done.output
+    result = CliRunner().invoke(app, ["view", str(saved), "--out", str(tmp_path / "site")])
+    assert result.exit_code == 0, result.output
+    (page,) = (tmp_path / "site" / "episodes").glob("*.html")
+    text = page.read_text()
+    assert "<title>my-calculator · terminus</title>" in text and "<h1>my-calculator</h1>" in text
+    assert json.loads(saved.read_text())["id"] not in text.split("</h1>")[0]  # not the hex id
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert ">my-calculator</a>" in index

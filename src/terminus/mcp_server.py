@@ -33,8 +33,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
-from terminus.agent.trajectory import Trajectory
+from terminus import __version__
+from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text, no_answer_reason
+from terminus.agent.trajectory import Trajectory, command_outputs
 from terminus.collect.runner import split_timings
 from terminus.io import append_jsonl
 from terminus.mcp_http import HEADER_TIMEOUT_S, LOOPBACK, listen, serve_http  # noqa: F401 - LOOPBACK: the CLI's
@@ -44,6 +45,7 @@ from terminus.models.openai_compat import api_key_from_env
 from terminus.runspec import LOCAL_POLICIES
 from terminus.sandbox import Sandbox, SandboxError, SandboxSpec, default_backend, make_sandbox
 from terminus.sandbox.docker import default_image
+from terminus.sandbox.projectenv import unseen_host_paths
 from terminus.sandbox.tmproot import remove_own_root
 from terminus.settings import REQUEST_TIMEOUT
 
@@ -183,6 +185,9 @@ class SubagentService:
                 return "error: the call was cancelled", True
             agent = ExecutionSubagent(self.policy, call.box, AgentConfig(max_turns=self.settings.max_turns), announce)
             traj = agent.run(query, description, trajectory_id=call.id)
+            # Which host paths a command that could not start named and the sandbox hides: only the user, who
+            # starts the server, can bind them, so the answer says which (while the sandbox is still there to ask).
+            unseen = unseen_host_paths(call.box, command_outputs(traj))
         finally:
             with self._lock:
                 self._calls.pop(call.id, None)
@@ -191,7 +196,14 @@ class SubagentService:
         self._keep(traj)
         if traj.termination == "crash":
             return crash_text(traj), True
-        return answer_text(traj), False
+        note = [
+            f"note: {', '.join(unseen[:3])} exists on the host but the {self.backend} sandbox does not show it (its "
+            "/tmp and /home are private): the user can start terminus mcp with --bind PATH to show it read-only"
+        ] if unseen else []  # fmt: skip
+        missing = no_answer_reason(traj)
+        if missing:  # a broken model or endpoint is an error, not an empty result
+            return "\n".join([missing, *traj.notes, *note]), True
+        return "\n".join([answer_text(traj), *note]), False
 
     def _keep(self, traj: Trajectory) -> None:
         """Append the trajectory in collect's record (timings in the sidecar), so sessions can feed the corpus."""
@@ -248,7 +260,7 @@ def _progress(ctx: Context) -> Callable[[str], None]:
 
 
 def build_server(service: SubagentService) -> MCPServer:
-    server = MCPServer("terminus", instructions=INSTRUCTIONS)
+    server = MCPServer("terminus", instructions=INSTRUCTIONS, version=__version__)  # a client shows serverInfo
 
     async def execution_subagent(
         query: Annotated[str, Field(description=QUERY_HELP)],

@@ -3,6 +3,7 @@ tests check the plumbing (requests, tool schemas, token counts, limits, errors),
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 
@@ -36,8 +37,12 @@ def test_exec_cli_with_a_local_model(tiny_model, tmp_path):
     (tmp_path / "a.txt").write_text("x")
     options = {"policy": "transformers", "model": tiny_model, "max_turns": 2, "sandbox": "local", "json": True}
     result = CliRunner().invoke(app, cli_args("exec", repo=tmp_path, query="list files", **options))
-    assert result.exit_code == 0, result.output
-    assert '"termination"' in result.output
+    record = json.loads(result.stdout)
+    # the tiny model's words are no answer: said, with its count, and in the exit status
+    assert result.exit_code == (1 if record["final_answer"] is None else 0), result.output
+    assert record["termination"] in TERMINATIONS
+    said = record["no_answer"]
+    assert said is None if record["final_answer"] else said.startswith("no final answer: ")
 
 
 def test_unreachable_endpoint_is_a_clear_error(tmp_path):

@@ -229,12 +229,21 @@ def _hidden_python(tmp_path: Path) -> Path:
     return python
 
 
+def _env_binds(python: Path) -> list[str]:
+    """What the hidden environment needs bound: its folder, and this interpreter's own environment where bwrap hides
+    it too (a checkout and its .venv under /tmp or /home, as CI clones are): the "environment" runs this
+    interpreter, so binding only its folder would show a script whose interpreter is still out of view."""
+    prefixes = [sys.prefix, str(Path(os.path.realpath(sys.executable)).parent.parent)]
+    hidden = [p for p in dict.fromkeys(prefixes) if p.startswith(("/tmp/", "/home/"))]
+    return [str(python.parent.parent), *hidden]
+
+
 @needs_bwrap
 def test_bwrap_binds_read_only_host_paths(tmp_path):
     python = _hidden_python(tmp_path)
     with make_sandbox(SandboxSpec("bwrap"), None) as box:
         assert box.run(f"{python} -c 'print(1)'", 30).exit_code == 127  # a private /tmp
-    with make_sandbox(SandboxSpec("bwrap", binds=(str(tmp_path / "env"),)), None) as box:
+    with make_sandbox(SandboxSpec("bwrap", binds=tuple(_env_binds(python))), None) as box:
         assert box.run(f"{python} -c 'print(1)'", 30).output.strip() == "1"
         assert box.run(f"touch {tmp_path}/env/x", 30).exit_code != 0  # read-only
     with pytest.raises(Exception, match="does not exist on this machine"):
@@ -251,15 +260,15 @@ def test_an_environment_under_tmp_is_named_and_can_be_bound(swe_data, tmp_path):
     error = report[RENAMES]["error"]
     assert error.startswith("environment: the test command did not start (exit status 127"), error
     assert f"{python} exists on the host but is not visible in the bwrap sandbox" in error
-    # A run names the path to bind ...
-    report, _ = _grade(
-        dataset, _predictions(dataset, tmp_path, "gold"), tmp_path / "R.json", "--bind", str(python.parent)
-    )
+    # A run names the paths to bind ...
+    binds = _env_binds(python)
+    flags = [arg for bind in binds for arg in ("--bind", bind)]
+    report, _ = _grade(dataset, _predictions(dataset, tmp_path, "gold"), tmp_path / "R.json", *flags)
     assert report[RENAMES]["resolved"] is True, report
     # ... or the row does, in `binds`.
-    bound = _rows(root, [RENAMES], tmp_path, test_cmd=cmd, binds=[str(python.parent)])
+    bound = _rows(root, [RENAMES], tmp_path, test_cmd=cmd, binds=binds)
     (inst,) = load_instances(None, dataset=str(bound))
-    assert inst.binds == [str(python.parent)] and grade_patch(inst, inst.gold_patch, SandboxSpec("bwrap")).resolved
+    assert inst.binds == binds and grade_patch(inst, inst.gold_patch, SandboxSpec("bwrap")).resolved
 
 
 # -- 5. the language of a row, and no image setup for a local row -------------------------------------------------

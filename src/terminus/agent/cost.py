@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -62,16 +64,39 @@ def budget_note(traj, max_tokens: int | None, max_cost: float | None, price: tup
     return None
 
 
-def cost_summary(traj, price: Price | None, local_model: bool) -> dict:
-    """Model calls, commands, tokens in and out, and dollars (None where the price is unknown)."""
-    dollars = price.dollars(traj.prompt_tokens, traj.completion_tokens) if price else (0.0 if local_model else None)
+# Hosts that are this machine: an endpoint there serves a local model (`terminus serve`, a vLLM or llama.cpp server
+# of one's own), whose tokens cost no dollars.
+LOOPBACK_HOSTS = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
+
+
+def local_endpoint(base_url: str | None) -> bool:
+    """True when `base_url` names this machine: `localhost`, or a loopback address (127.0.0.0/8, ::1). A model
+    served there is priced at $0, unless a price is given or the price table lists its name (a local proxy to a
+    paid API serves a listed name). Any other host, a LAN server included, has no price unless listed or given."""
+    if not base_url:
+        return False
+    host = (urlsplit(base_url if "//" in base_url else f"//{base_url}").hostname or "").lower()
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cost_summary(traj, price: Price | None, local_model: bool, calls_model: bool = True) -> dict:
+    """Model calls, commands, tokens in and out, and dollars (None where the price is unknown). A policy that calls
+    no model (`calls_model=False`: the scripted expert) makes no model calls and costs $0."""
+    free = local_model or not calls_model
+    dollars = price.dollars(traj.prompt_tokens, traj.completion_tokens) if price else (0.0 if free else None)
+    source = "a local model" if local_model else "no model: the scripted expert" if not calls_model else None
     return {
-        "model_calls": sum(1 for m in traj.messages if m.get("role") == "assistant"),
+        "model_calls": sum(1 for m in traj.messages if m.get("role") == "assistant") if calls_model else 0,
         "commands": len(traj.turns),
         "tokens_in": traj.prompt_tokens,
         "tokens_out": traj.completion_tokens,
         "dollars": None if dollars is None else round(dollars, 6),
-        "price": price.source if price else ("a local model" if local_model else None),
+        "price": price.source if price else source,
     }
 
 

@@ -151,7 +151,11 @@ class ExecutionSubagent:
         parent_id: str | None = None,
         trajectory_id: str | None = None,
         save_to: Path | None = None,
+        saved_extra: Callable[[Trajectory], dict] | None = None,
     ) -> Trajectory:
+        """One episode. `save_to`: the file the record is written to after every turn and at the end, with the
+        fields `saved_extra` gives for the record so far added (`terminus exec --trajectory`: its cost and
+        repository; the stages' own records never carry them)."""
         self.traj = Trajectory(
             id=trajectory_id or uuid.uuid4().hex,
             task_id=task_id,
@@ -161,7 +165,7 @@ class ExecutionSubagent:
             description=description,
             backend=self.sandbox.name,
         )
-        self.save_to = save_to
+        self.save_to, self.saved_extra = save_to, saved_extra
         workspace = self.sandbox.inside_workspace
         self.traj.messages = [
             {"role": "system", "content": self.prompts.render("system", workspace=workspace, **self._limits())},
@@ -292,7 +296,8 @@ class ExecutionSubagent:
 
     def _save(self) -> None:
         if self.save_to is not None:
-            write_json_atomic(self.save_to, self.traj.to_dict())
+            extra = self.saved_extra(self.traj) if self.saved_extra is not None else {}
+            write_json_atomic(self.save_to, self.traj.to_dict() | extra)
 
 
 def answer_text(traj: Trajectory) -> str:
@@ -300,3 +305,26 @@ def answer_text(traj: Trajectory) -> str:
 
     parts = [render_final_answer(traj.final_answer)] if traj.final_answer else ["(the subagent gave no final answer)"]
     return "\n".join(parts + traj.notes)
+
+
+def no_answer_reason(traj: Trajectory) -> str | None:
+    """Why an episode ended without a final answer, with its count (`no final answer: 3 malformed tool calls`);
+    None when it gave one. `terminus exec` and `terminus mcp` put it where the answer would be, so that whoever
+    asked can tell a broken model or endpoint from an empty result. (The main agent of the eval episodes still reads
+    `answer_text`, which its records and prompts were made with.)"""
+    if traj.final_answer or traj.termination is None:  # answered, or still running
+        return None
+    replies = sum(1 for m in traj.messages if m.get("role") == "assistant")
+    why = {
+        "format_error": _count(traj.format_errors, "malformed tool call"),
+        "turn_limit": f"the turn limit was reached ({_count(replies, 'model reply', 'model replies')})",
+        "timeout_forced": "a command timed out and the reply asked for after it held no answer",
+        "input_forced": "a command waited for input and the reply asked for after it held no answer",
+        "budget": "the token or cost budget was spent",
+        "crash": f"the episode crashed ({traj.error})",
+    }.get(traj.termination or "", f"the episode ended with {traj.termination!r}")
+    return f"no final answer: {why}"
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"

@@ -69,3 +69,10 @@ def command_brief(turn: Turn | dict) -> dict:
     which would make two runs' tables differ)."""
     t = asdict(turn) if isinstance(turn, Turn) else turn
     return {k: t[k] for k in ("command", "exit_code", "timed_out")}
+
+
+def command_outputs(traj: Trajectory) -> list[tuple[int | None, str]]:
+    """(exit code, output as the model read it) of each command run, in order: the turns paired with the tool
+    messages."""
+    outputs = [m.get("content") or "" for m in traj.messages if m.get("role") == "tool"]
+    return [(turn.exit_code, output) for turn, output in zip(traj.turns, outputs, strict=False)]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+import terminus
 from terminus import __version__
 from terminus.cli.support import OneLineErrors
 from terminus.errors import TerminusError, set_debug
@@ -28,8 +29,9 @@ app.add_typer(config_app, name="config")
 
 
 def _version(value: bool) -> None:
+    """The version and where this install lives: a clone, a venv or a user install may each hold one."""
     if value:
-        typer.echo(f"terminus {__version__}")
+        typer.echo(f"terminus {__version__} ({Path(terminus.__file__).resolve().parent})")
         raise typer.Exit()
 
 
@@ -37,7 +39,7 @@ def _version(value: bool) -> None:
 def _options(
     debug: bool = typer.Option(False, "--debug", help="Tracebacks for errors too (or TERMINUS_DEBUG=1)."),
     version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False, "--version", callback=_version, is_eager=True, help="Print the version and the install path, and exit."
     ),
 ):
     set_debug(debug)

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import typer
 
-from terminus.agent.cost import PRICES, Price, cost_line, cost_summary, find_price
-from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text
+from terminus.agent.cost import PRICES, Price, cost_line, cost_summary, find_price, local_endpoint
+from terminus.agent.loop import AgentConfig, ExecutionSubagent, answer_text, no_answer_reason
 from terminus.agent.parsing import FormatError, parse_tool_calls
 from terminus.agent.terminal import observation
 from terminus.cli import _run, app
 from terminus.cli.support import (
+    BIND_HELP,
     COPY_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,
@@ -28,9 +29,11 @@ from terminus.cli.support import (
     copy_cap_bytes,
     copy_cap_option,
     endpoint_options,
+    project_spec,
     pull_option,
     seconds,
     set_option,
+    unseen_note,
     write_resolved,
 )
 from terminus.config import ROOT
@@ -109,15 +112,17 @@ def demo(sandbox: Backend = typer.Option(None, help="Sandbox backend (default: b
 
 class Progress:
     """A status line on the terminal while an episode runs: the turn, the time so far and what is happening (the
-    command being run, or the wait for the model). Redrawn in place on stderr by a background thread."""
+    command being run, or the wait for the model; `model=False`, the scripted expert, waits for no model). Redrawn
+    in place on stderr by a background thread."""
 
-    def __init__(self, max_turns: int, stream=None) -> None:
+    def __init__(self, max_turns: int, stream=None, model: bool = True) -> None:
         self.stream = stream or sys.stderr
         self.max_turns = max_turns
         self.start = time.monotonic()
         self.replies = 0  # the model's replies so far: a command runs in the turn of the reply that asked for it
         self.waiting = True
-        self.activity = "waiting for the model"
+        self.thinking = "waiting for the model" if model else "choosing the next command"
+        self.activity = self.thinking
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._loop, daemon=True)
@@ -143,7 +148,7 @@ class Progress:
         if message.get("role") == "assistant":
             self.replies += 1
         if message.get("role") in ("tool", "user"):
-            self.waiting, self.activity = True, "waiting for the model"
+            self.waiting, self.activity = True, self.thinking
             self._draw()
 
     def line(self) -> str:
@@ -215,7 +220,11 @@ def exec_subagent(
     description: str = typer.Option("", help="Optional context from the main agent."),
     policy: str = typer.Option("scripted", help="scripted | openai | transformers | vllm"),
     model: str = typer.Option(None, help="Hub id or model folder (transformers, vllm) or served model (openai)."),
-    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
+    base_url: str = typer.Option(
+        None,
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1. One on this machine (localhost, 127.x, ::1) "
+        "serves a local model: $0, unless the price table lists the model or --price-in/--price-out are given.",
+    ),
     api_key_env: str = typer.Option(None, help="Environment variable holding the endpoint's API key."),
     request_timeout: float = typer.Option(float(REQUEST_TIMEOUT), help=REQUEST_TIMEOUT_HELP, callback=seconds(0.1)),
     max_retries: int = typer.Option(3, min=0, help=RETRIES_HELP),
@@ -238,6 +247,7 @@ def exec_subagent(
     prices: Path = typer.Option(None, help="A price table of your own (layout: configs/prices.yaml)."),
     copy: str = typer.Option("git", help=COPY_HELP),
     max_copy_mb: int = copy_cap_option(),
+    bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
 ) -> None:
     """Run the Execution Subagent on any directory and print its final answer, its notes and what it cost.
 
@@ -271,10 +281,12 @@ def exec_subagent(
         max_cost=max_cost,
         price=(price.input, price.output) if price else None,
     )
+    calls_model = policy != "scripted"  # the scripted expert picks its commands itself: no model, no cost
+    local_model = policy in LOCAL_POLICIES or (policy == "openai" and price is None and local_endpoint(base_url))
     live = not as_json and not verbose and sys.stderr.isatty() and sys.stdout.isatty()
-    progress = Progress(max_turns) if live else None
+    progress = Progress(max_turns, model=calls_model) if live else None
     listeners = [f for f in (progress and progress.message, verbose and verbose_printer()) if f]
-    spec = SandboxSpec(sandbox, pull=pull)
+    spec = project_spec(SandboxSpec(sandbox, pull=pull), repo, bind, copy, "terminus exec")
     with make_sandbox(spec, repo, copy=copy, max_copy_bytes=copy_cap_bytes(max_copy_mb)) as box:
         agent = ExecutionSubagent(
             agent_policy,
@@ -283,16 +295,26 @@ def exec_subagent(
             on_command=progress.command if progress else None,
             on_message=(lambda m: [f(m) for f in listeners]) if listeners else None,
         )
+
+        def outcome(t) -> dict:
+            """What exec adds to the record (--json, --trajectory): its cost, why there is no answer, the folder."""
+            cost = cost_summary(t, price, local_model, calls_model)
+            return {"cost": cost, "no_answer": no_answer_reason(t), "repo": str(repo.resolve())}
+
         with progress or contextlib.nullcontext():
-            traj = agent.run(query, description, save_to=trajectory)
+            traj = agent.run(query, description, save_to=trajectory, saved_extra=outcome)
+        for line in unseen_note(box, traj):
+            typer.echo(f"terminus exec: {line}", err=True)
     if traj.termination == "crash":  # e.g. the endpoint went away: one line, non-zero exit
         raise TerminusError(f"the episode crashed: {shown(str(traj.error))}")
-    cost = cost_summary(traj, price, policy in LOCAL_POLICIES)
+    extra = outcome(traj)
     if as_json:
-        typer.echo(shown_json(traj.to_dict() | {"cost": cost}))
-    else:
-        typer.echo(shown(answer_text(traj)))
-        typer.echo(shown(f"\n{cost_line(cost)}"))
+        typer.echo(shown_json(traj.to_dict() | extra))
+    else:  # no answer: why, with its count, where the answer would be (a main agent reads both, and the exit status)
+        typer.echo(shown("\n".join([extra["no_answer"], *traj.notes]) if extra["no_answer"] else answer_text(traj)))
+        typer.echo(shown(f"\n{cost_line(extra['cost'])}"))
+    if extra["no_answer"]:
+        raise typer.Exit(1)
 
 
 @app.command("tiny-model")

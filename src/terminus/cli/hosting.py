@@ -23,7 +23,15 @@ import typer
 
 from terminus.agent.template import CHAT_KWARGS, CHAT_TEMPLATE
 from terminus.cli import app
-from terminus.cli.support import TURN_LIMIT, copy_cap_bytes, copy_cap_option, pull_option, seconds
+from terminus.cli.support import (
+    BIND_HELP,
+    TURN_LIMIT,
+    copy_cap_bytes,
+    copy_cap_option,
+    project_spec,
+    pull_option,
+    seconds,
+)
 from terminus.errors import TerminusError
 from terminus.mcp_http import HEADER_TIMEOUT_S
 from terminus.models.serve import free_port, vllm_server
@@ -71,6 +79,7 @@ def mcp_command(
         None, help="Keep every call's trajectory in DIR/trajectories.jsonl (the record `terminus collect` writes)."
     ),
     max_copy_mb: int = copy_cap_option(envvar=None),
+    bind: list[str] = typer.Option(None, "--bind", help=BIND_HELP),
     http: int = typer.Option(
         None, min=1, max=65535, help="Serve streamable HTTP on HOST:PORT (path /mcp) instead of stdio."
     ),
@@ -105,7 +114,8 @@ def mcp_command(
         flags = {"--repo": repo and str(repo.expanduser().resolve()), "--policy": policy, "--model": model,
                  "--base-url": base_url, "--api-key-env": api_key_env, "--sandbox": sandbox, "--image": image,
                  "--pull": pull, "--max-turns": max_turns if max_turns != TURN_LIMIT else None}  # fmt: skip
-        typer.echo(client_config(print_config, [f for k, v in flags.items() if v for f in (k, str(v))]))
+        binds = [f for b in bind or () for f in ("--bind", b)]
+        typer.echo(client_config(print_config, [f for k, v in flags.items() if v for f in (k, str(v))] + binds))
         return
     token = _http_token(http, token_env)
     folder = _mcp_repo(repo, copy_cap_bytes(max_copy_mb))
@@ -122,7 +132,8 @@ def mcp_command(
         model=model,
         base_url=base_url,
         api_key_env=api_key_env,
-        sandbox=SandboxSpec(sandbox, image, pull=pull),  # the server's spec, made once: every call's sandbox is of it
+        # the server's spec, made once (the project's environment found now): every call's sandbox is of it
+        sandbox=project_spec(SandboxSpec(sandbox, image, pull=pull), folder, bind, "git", "terminus mcp"),
         max_turns=max_turns,
         request_timeout=request_timeout,
         trajectories=trajectories.expanduser().resolve() if trajectories else None,

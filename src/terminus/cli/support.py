@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import tempfile
@@ -13,11 +14,14 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup
 
+from terminus.agent.trajectory import Trajectory, command_outputs
 from terminus.collect.runner import start_failed
 from terminus.errors import TerminusError, debug_enabled
 from terminus.io import write_text_atomic
 from terminus.runspec import RunSpec
+from terminus.sandbox import SandboxSpec, default_backend
 from terminus.sandbox.copying import COPY_CAP_FLAG, DEFAULT_MAX_COPY_MB, MB
+from terminus.sandbox.projectenv import checked_binds, project_env, unseen_host_paths
 from terminus.settings import Collect, field_default
 
 # The defaults of flags of commands that may run without a config, read from the typed config (their one home).
@@ -201,3 +205,36 @@ def check_output(path: Path | str, flag: str, kind: str = "file") -> None:
         raise TerminusError(f"{flag} {path}: cannot write in {folder} ({err.strerror})") from None
     os.close(fd)
     os.unlink(probe)
+
+
+BIND_HELP = (
+    "HOST[:INSIDE]: a host path shown read-only in the sandbox (repeatable; INSIDE defaults to HOST): an "
+    "interpreter or toolchain under /home or /tmp, which bwrap keeps private. The repository's own .venv and "
+    "node_modules are found and bound at the workspace by themselves (bwrap, docker), with a note on stderr."
+)
+
+
+def project_spec(spec: SandboxSpec, repo: Path, binds: list[str] | None, copy: str, who: str) -> SandboxSpec:
+    """`spec` with the user's `--bind`s (checked against the repository: `projectenv.checked_binds`) and the
+    project's own environment (`projectenv.project_env`), each folder found told on stderr as `who: note`."""
+    backend = spec.backend or default_backend()
+    given = checked_binds(binds, repo)
+    if given and not backend.takes_binds:
+        raise TerminusError(f"--bind: the {backend} sandbox takes no binds; use --sandbox bwrap or docker")
+    spec = dataclasses.replace(spec, binds=(*spec.binds, *given))
+    env = project_env(repo, spec, backend, copy)
+    for note in env.notes:
+        typer.echo(f"{who}: {note}", err=True)
+    return dataclasses.replace(spec, binds=(*spec.binds, *env.binds))
+
+
+def unseen_note(box, traj: Trajectory) -> list[str]:
+    """A line naming the host paths that commands which could not start named and the sandbox hides, with the
+    flag that shows them; [] when there are none."""
+    unseen = unseen_host_paths(box, command_outputs(traj))
+    if not unseen:
+        return []
+    return [
+        f"{', '.join(unseen[:3])} exists on the host but the {box.name} sandbox does not show it (its /tmp and /home "
+        "are private): --bind PATH shows it read-only"
+    ]

@@ -191,7 +191,7 @@ class BwrapSandbox(ProcessSandbox):
     def hidden_host_paths(self, log: str) -> list[str]:
         """Host paths under /tmp or /home (private here) that the log names or PATH holds, which exist on the host
         and no bind shows."""
-        bound = {b.partition(":")[0] for b in self.binds}
+        bound = {b.partition(":")[0] for b in self.binds} | set(self.toolchains)  # toolchains: bound where they are
         named = [p for p in _PRIVATE_PATH.findall(log) if os.path.exists(p)]
         on_path = [p for p in self.env().get("PATH", "").split(":") if _PRIVATE_PATH.fullmatch(p) and os.path.isdir(p)]
         return [p for p in dict.fromkeys(named + on_path) if not any(p == b or p.startswith(b + "/") for b in bound)]

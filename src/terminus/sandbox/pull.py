@@ -47,6 +47,13 @@ _pulled: set[tuple[str, str]] = set()  # (engine, image) pulled by this process:
 _failed: dict[tuple[str, str], tuple[float, str]] = {}  # (engine, image) -> when its pull last failed, and why
 
 
+# What to do when no engine answers: the usual causes, in the order they happen.
+DOCKER_HINT = (
+    "start the engine (`sudo systemctl start docker`, or Docker Desktop), make sure you may use its socket (the "
+    "`docker` group, or rootless Docker's DOCKER_HOST=unix://$XDG_RUNTIME_DIR/docker.sock), or use --sandbox bwrap"
+)
+
+
 def docker_client(base_url: str | None):
     """A client of the engine at `base_url` (None: DOCKER_HOST or the default socket) that answered a ping."""
     try:
@@ -58,7 +65,8 @@ def docker_client(base_url: str | None):
         client.ping()
     except Exception as err:
         raise SandboxError(
-            f"cannot reach the Docker engine at {base_url or 'DOCKER_HOST/default socket'}: {err}"
+            f"cannot reach the Docker engine at {base_url or 'DOCKER_HOST/default socket'}: {one_line(err)}; "
+            f"{DOCKER_HINT}"
         ) from err
     return client
 

@@ -13,7 +13,7 @@ import html
 import json
 import logging
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
@@ -69,18 +69,27 @@ _ENV = Environment(
     keep_trailing_newline=True,
 )
 _ENV.filters["number"] = number
-_ENV.globals.update(status=status, csp=_CSP, script=Markup(_SCRIPT))
+_ENV.globals.update(status=status, csp=_CSP, script=Markup(_SCRIPT), episode_name=lambda r: episode_name(r))
 
 
 def _render(template: str, **context) -> str:
     return _ENV.get_template(template).render(**context)
 
 
+def episode_name(record: dict) -> str:
+    """An episode's name on its page and in the index: its task, else its repository's folder name (an exec record,
+    `terminus exec --trajectory`, has no task, and its hex id says nothing), else its id."""
+    repo = record.get("repo") if isinstance(record.get("repo"), str) else None
+    return str(record.get("task_id") or (repo and PurePath(repo).name) or record.get("id") or "episode")
+
+
 def trajectory_page(ep: Episode) -> str:
     t = ep.record
     steps = command_steps(t)
-    title = t.get("task_id") or t.get("id") or "episode"
+    repo = t.get("repo") if isinstance(t.get("repo"), str) else None
+    title = episode_name(t)
     meta = [
+        *([("repository", repo)] if repo else []),
         ("policy", t.get("policy")),
         ("sandbox", t.get("backend")),
         ("termination", t.get("termination")),
