@@ -280,4 +280,5 @@ def test_a_cell_episode_grades_the_final_state_with_the_official_script(docker_e
     record = harbor_episode(task, cell, tokenizer="qwen")
     assert record["benchmark"] == "terminal-bench-2" and record["task_id"] == "regex-log"
     assert record["resolved"] == 0.0 and record["verifier_reward"] == 0.0 and record["error"] is None
+    assert "/tests/test.sh" in record["verifier_log"] and "uvx: command not found" in record["verifier_log"]
     assert record["main_agent_turns"] >= 1 and record["source"] == "harbor"
