@@ -68,6 +68,19 @@ def test_the_benchmark_config_and_the_grid_read_the_task_folder(tmp_path):
         load_harbor_tasks(missing, cfg)
 
 
+def test_harbor_tasks_are_not_graded_as_patches(tmp_path):
+    from typer.testing import CliRunner
+
+    from terminus.cli import app
+
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text('{"instance_id": "regex-log", "model_patch": ""}\n')
+    args = ["swe", "grade", "--benchmark", "terminal-bench-2", "--dataset", str(FIXTURES)]
+    args += ["--predictions", str(predictions), "--sandbox", "docker", "--out", str(tmp_path / "out.json")]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code != 0 and "graded in eval cells, not by patches" in done.output
+
+
 def test_broken_task_folders_are_named(tmp_path):
     def copy() -> Path:
         folder = tmp_path / f"t{len(list(tmp_path.iterdir()))}" / "regex-log"
@@ -233,8 +246,10 @@ def test_the_verifier_end_to_end_in_a_local_sandbox(backend, tmp_path):
         task, solve = _offline_task(tmp_path, ws)
         paths = VerifierPaths(tests=f"{ws}/tests", logs=f"{ws}/logs/verifier")
         _solution_fails_then_passes(box, task, solve, paths)
-        # what the agent left in the verifier's folders is never read: they are emptied before the test runs
-        planted = box.run(f"mkdir -p {paths.logs} && echo 1 > {paths.logs}/reward.txt && rm -f {task.workdir}/*", 30)
+        # what the agent left in the verifier's folders is never read: they are emptied before the test runs (a
+        # reward.json would win over the reward.txt that test.sh writes)
+        plant = f"mkdir -p {paths.logs} && echo '{{\"reward\": 1}}' > {paths.logs}/reward.json"
+        planted = box.run(f"{plant} && rm -f {task.workdir}/regex.txt", 30)
         assert planted.exit_code == 0, planted.output
         assert grade_in_sandbox(box, task, paths).reward == 0.0
         # a verifier that cannot start writes no reward: not resolved, and the record says why
