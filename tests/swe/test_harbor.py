@@ -22,7 +22,7 @@ from terminus.sandbox.spec import SandboxSpec
 from terminus.swe.benchmarks import load_benchmark_config, load_instances
 from terminus.swe.families import DatasetError
 from terminus.swe.harbor import HarborTask, image_workdir, load_harbor_tasks, load_task
-from terminus.swe.harbor_grade import VerifierPaths, grade_in_sandbox, judge, parse_rewards, passes
+from terminus.swe.harbor_grade import VerifierPaths, grade_in_sandbox, judge, parse_rewards, passes, start_env
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "terminal-bench-2"
 TASKS = ("cancel-async-tasks", "fix-git", "regex-log")
@@ -242,24 +242,32 @@ def test_the_official_test_script_unchanged_in_the_tasks_image():
 )
 def test_the_verifier_end_to_end_in_a_local_sandbox(backend, tmp_path):
     with make_sandbox(SandboxSpec(backend), None) as box:
+        env = start_env(box)
         ws = box.inside_workspace
         task, solve = _offline_task(tmp_path, ws)
         paths = VerifierPaths(tests=f"{ws}/tests", logs=f"{ws}/logs/verifier")
         _solution_fails_then_passes(box, task, solve, paths)
+        # the agent's exports reach its later commands, never the verifier run with the start environment: here
+        # one that would make pytest only collect the tests, and pass without running them
+        unsolved = box.run(f"rm -f {task.workdir}/regex.txt && export PYTEST_ADDOPTS=--collect-only", 30)
+        assert unsolved.exit_code == 0, unsolved.output
+        assert grade_in_sandbox(box, task, paths).resolved  # the export leaks without the reset ...
+        fresh = grade_in_sandbox(box, task, paths, env=env)
+        assert not fresh.resolved and fresh.reward == 0.0, fresh.log  # ... and not with it
         # what the agent left in the verifier's folders is never read: they are emptied before the test runs (a
         # reward.json would win over the reward.txt that test.sh writes)
         plant = f"mkdir -p {paths.logs} && echo '{{\"reward\": 1}}' > {paths.logs}/reward.json"
         planted = box.run(f"{plant} && rm -f {task.workdir}/regex.txt", 30)
         assert planted.exit_code == 0, planted.output
-        assert grade_in_sandbox(box, task, paths).reward == 0.0
+        assert grade_in_sandbox(box, task, paths, env=env).reward == 0.0
         # a verifier that cannot start writes no reward: not resolved, and the record says why
-        lost = grade_in_sandbox(box, dataclasses.replace(task, workdir=f"{ws}/nowhere"), paths)
+        lost = grade_in_sandbox(box, dataclasses.replace(task, workdir=f"{ws}/nowhere"), paths, env=env)
         assert not lost.resolved and lost.reward is None and "wrote no reward" in lost.error
         # a verifier slower than its timeout fails the trial, whatever it would have written (Harbor's
         # VerifierTimeoutError)
         slow_script = task.tests_dir / "test.sh"
         slow_script.write_text(slow_script.read_text().replace("\n", "\nsleep 30\n", 1))
-        slow = grade_in_sandbox(box, task, paths, timeout_s=2)
+        slow = grade_in_sandbox(box, task, paths, timeout_s=2, env=env)
         assert not slow.resolved and slow.timed_out and "timed out after 2 s" in slow.error
 
 

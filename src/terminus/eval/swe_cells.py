@@ -25,6 +25,7 @@ from terminus.sandbox import Limits, make_sandbox
 from terminus.swe import grade_patch, instance_sandbox, load_instances, patch_from_sandbox, write_predictions
 from terminus.swe.harbor import HarborTask
 from terminus.swe.harbor_grade import grade_in_sandbox as verify_harbor
+from terminus.swe.harbor_grade import start_env
 from terminus.swe.record import GradeError
 
 GRID_BENCHMARKS = ("repair", "execution")
@@ -62,12 +63,13 @@ def harbor_episode(task: HarborTask, cell: CellRun, *, tokenizer: str) -> dict:
     if not spec.runs_image:
         raise GradeError(f"{task.instance_id} runs in image {task.image}: use --sandbox docker or apptainer")
     with make_sandbox(spec, None, harbor_limits(task), network=task.network) as box:
+        env = start_env(box)  # the verifier's, as a fresh exec in the image has it: not what the agent exported
         turns = cell.sub["tool_call_limit"]
         bench_tools = InstanceWorkbench(AtWorkdir(box, task.workdir), spec, cell.policy, turns, cell.episode_context())
         result = MainAgentLoop(main_brain(cell.main, cell.seed), TokenCounter(tokenizer)).run(
             bench_tools, task.instruction, cell.key(task.instance_id)
         )
-        grade = verify_harbor(box, task)
+        grade = verify_harbor(box, task, env=env)
     fields = main_agent_fields(cell, task.instance_id, task.language, task.family, result)
     return HarborRecord(
         **fields | {"error": result.error or grade.error},

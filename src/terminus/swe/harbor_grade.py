@@ -23,6 +23,8 @@ laude-institute/harbor):
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 import json
 import logging
@@ -130,15 +132,37 @@ def tests_archive(task: HarborTask) -> bytes:
     return buffer.getvalue()
 
 
-def verifier_commands(task: HarborTask, paths: VerifierPaths = VerifierPaths()) -> tuple[str, str, str]:
-    """(put the tests in place, run the verifier, copy its output out) as shell commands."""
+def start_env(box: Sandbox) -> str:
+    """The exported variables of the sandbox's shell as it starts (`export -p`: shell code that sets them again),
+    read before the agent changes them. Base64 on the way out, so that the output's normalisation (escape
+    sequences, carriage returns) leaves the values as they are."""
+    done = box.run("export -p | base64 | tr -d '\\n'", 60)
+    try:
+        if done.exit_code != 0 or done.truncated:
+            raise ValueError(done.output.strip()[-300:])
+        return base64.b64decode(done.output.strip(), validate=True).decode("utf-8", errors="surrogateescape")
+    except (ValueError, binascii.Error) as err:
+        raise SandboxError(f"cannot read the environment the sandbox starts with: {err}") from None
+
+
+def _reset_env(env: str) -> str:
+    """Shell code that drops every exported variable and sets `env`'s (`start_env`) again."""
+    data = base64.b64encode(env.encode("utf-8", errors="surrogateescape")).decode()
+    return f'{{ unset $(compgen -e); }} 2>/dev/null; eval "$(printf %s {data} | base64 -d)"; '
+
+
+def verifier_commands(
+    task: HarborTask, paths: VerifierPaths = VerifierPaths(), env: str | None = None
+) -> tuple[str, str, str]:
+    """(put the tests in place, run the verifier, copy its output out) as shell commands; `env`: `start_env`'s."""
     tests, logs = shlex.quote(paths.tests), shlex.quote(paths.logs)
     tar = f'"${{TMPDIR:-/tmp}}/{TESTS_TAR}"'
     setup = (
         f"rm -rf {tests} {logs} && mkdir -p {tests} {logs} && tar -xf {tar} -C {tests} && rm -f {tar} && "
         f"chmod +x {shlex.quote(paths.tests + '/test.sh')}"
     )
-    exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in task.verifier_env.items())
+    exports = _reset_env(env) if env is not None else ""
+    exports += "".join(f"export {k}={shlex.quote(v)}; " for k, v in task.verifier_env.items())
     script, stdout = shlex.quote(paths.tests + "/test.sh"), shlex.quote(paths.logs + "/test-stdout.txt")
     run = f"cd {shlex.quote(task.workdir)} && ( {exports}{script} ) > {stdout} 2>&1"
     out = f'"${{TMPDIR:-/tmp}}/{OUT}"'
@@ -157,10 +181,15 @@ def _read(box: Sandbox, name: str) -> bytes | None:
 
 
 def grade_in_sandbox(
-    box: Sandbox, task: HarborTask, paths: VerifierPaths = VerifierPaths(), timeout_s: float | None = None
+    box: Sandbox,
+    task: HarborTask,
+    paths: VerifierPaths = VerifierPaths(),
+    timeout_s: float | None = None,
+    env: str | None = None,
 ) -> HarborGrade:
-    """Run the task's verifier in `box` (the agent's, once it has stopped) and judge its reward by the rule."""
-    setup, run, collect = verifier_commands(task, paths)
+    """Run the task's verifier in `box` (the agent's, once it has stopped; `env`: the environment it started with,
+    `start_env`) and judge its reward by the rule."""
+    setup, run, collect = verifier_commands(task, paths, env)
     try:
         hostfs.write_bytes(box.host_tmp, TESTS_TAR, tests_archive(task))
         done = box.run(setup, 300)
