@@ -5,6 +5,7 @@ docker where the private engine starts, failing without the reference solution a
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import re
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from terminus.eval.swe_cells import harbor_episode, harbor_limits, swe_instances
+from terminus.eval.swe_cells import harbor_limits, swe_instances
 from terminus.sandbox import make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
 from terminus.sandbox.spec import SandboxSpec
@@ -286,22 +287,37 @@ def test_the_verifier_in_a_container_at_harbors_paths(docker_engine, tmp_path):
 
 
 @pytest.mark.docker
-def test_a_cell_episode_grades_the_final_state_with_the_official_script(docker_engine, tmp_path):
-    """A grid episode in a container: the reader main agent works on the instruction, then the task's test.sh runs
-    unchanged. Offline its apt-get and uv install fail and its pytest never starts, so the script itself writes
-    reward 0: a real failing reward, recorded as not resolved with no error."""
-    from terminus.eval.cells import CellRun
+def test_a_grid_cell_grades_the_final_state_with_the_official_script(docker_engine, tmp_path):
+    """A terminal-bench-2 cell through `run_cell`: the reader main agent works on the instruction in a container,
+    then the task's test.sh runs there unchanged. Offline its apt-get and uv install fail and its pytest never
+    starts, so the script itself writes reward 0: a real failing reward, recorded as not resolved, with no error.
+    The task runs in the registry-free host image (no network, no /app there), named by its own task.toml."""
+    from terminus.config import refill
+    from terminus.eval.grid import run_cell
+    from terminus.judge.scorer import Scorer
+    from terminus.runspec import RunSpec, load_run
     from terminus.sandbox.docker import HOST_IMAGE
 
-    copy = tmp_path / "regex-log"
-    shutil.copytree(FIXTURES / "regex-log", copy)
-    task = dataclasses.replace(load_task(copy), image=HOST_IMAGE, workdir="/tmp", network=False)  # no /app there
-    spec = SandboxSpec("docker", docker_url=docker_engine)
-    main = {"name": "reader", "kind": "reader"}
-    sub = {"name": "none", "policy": "none", "tool_call_limit": 5}
-    cell = CellRun(main, sub, "terminal-bench-2", 0, spec, {"config_hash": "", "git_commit": "", "run": "t"}, None)
-    record = harbor_episode(task, cell, tokenizer="qwen")
+    tasks = tmp_path / "tb2"
+    shutil.copytree(FIXTURES / "regex-log", tasks / "regex-log")
+    toml = tasks / "regex-log" / "task.toml"
+    environment = f'[environment]\nworkdir = "/tmp"\nnetwork_mode = "no-network"\ndocker_image = "{HOST_IMAGE}"\n'
+    toml.write_text(re.sub(r'\[environment\]\n(.*\n)*?docker_image = ".*"\n', environment, toml.read_text()))
+    assert load_task(tasks / "regex-log").image == HOST_IMAGE and not load_task(tasks / "regex-log").network
+    config = copy.deepcopy(load_run("configs/config.yaml").config)
+    config["eval"] |= {
+        "benchmarks": ["terminal-bench-2"],
+        "concurrency": 1,
+        "subagents": [{"name": "none", "policy": "none"}],
+        "swe": {"datasets": {"terminal-bench-2": str(tasks)}, "limit": None, "timeout_s": 600},
+    }
+    run = RunSpec(refill(config), SandboxSpec("docker", docker_url=docker_engine))
+    name = "reader__none__full__terminal-bench-2__0"
+    (record,) = run_cell(
+        run, tmp_path / "unused.jsonl", tmp_path / "eval", Scorer(tasks={}), name, show_progress=False
+    )
     assert record["benchmark"] == "terminal-bench-2" and record["task_id"] == "regex-log"
     assert record["resolved"] == 0.0 and record["verifier_reward"] == 0.0 and record["error"] is None
     assert "/tests/test.sh" in record["verifier_log"] and "uvx: command not found" in record["verifier_log"]
     assert record["main_agent_turns"] >= 1 and record["source"] == "harbor"
+    assert not (tmp_path / "eval" / "predictions").exists()  # no patch, no predictions file
