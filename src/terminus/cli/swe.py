@@ -27,6 +27,7 @@ from terminus.swe.benchmarks import benchmark_repos, load_benchmark_config, load
 from terminus.swe.corpus import label_distribution, select_rebench, selected_instances, tasks_for
 from terminus.swe.families import load_rows
 from terminus.swe.grade import grade_patch
+from terminus.swe.harbor import HarborTask
 from terminus.swe.predictions import read_predictions
 from terminus.swe.record import RepairInstance, file_names
 from terminus.swe.validate import validate_instances
@@ -40,9 +41,12 @@ INSTANCES_AT_ONCE = field_default(SweTasks, "concurrency")
 def _instances(dataset: str | None, benchmark: str | None, split: str | None, ids: str | None):
     if not dataset and not benchmark:
         raise TerminusError("give --dataset (a JSONL/JSON/CSV file or a hub id) or --benchmark")
-    return load_instances(
+    instances = load_instances(
         benchmark, dataset=dataset, split=split, ids=[i for i in (ids or "").split(",") if i] or None
     )
+    if any(isinstance(i, HarborTask) for i in instances):  # no patch to grade: its state is the agent's sandbox
+        raise TerminusError(f"{benchmark} is a Harbor benchmark: its tasks are graded in eval cells, not by patches")
+    return instances
 
 
 def _one_line(text: str, width: int = 400) -> str:

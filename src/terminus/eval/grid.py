@@ -3,6 +3,8 @@
 Benchmarks:
 - `repair`: fault-injected tasks of the split (synthetic failing-test projects, registry mutants); the main
   agent works until it stops; resolved = the task's tests pass on its edited tree, checked in a fresh sandbox.
+- SWE-family benchmarks (`swebench-pro`, ...) and Terminal-Bench 2.0 (`terminal-bench-2`): instances in their own
+  images (`swe_cells`), graded by each benchmark's official rule.
 - `execution`: the split's execution tasks; the task's query is forwarded to the subagent as is (isolated from
   any main agent, as in RL) and its episode is scored by the Scorer (judge and fact checker).
 
@@ -32,7 +34,14 @@ from terminus.eval.cells import CellError, CellRun, cell_names, cell_runs_once, 
 from terminus.eval.cost import CellPrices
 from terminus.eval.main_episode import history_fields, main_agent_fields, main_brain
 from terminus.eval.record import EvalRecord, MainAgentRecord
-from terminus.eval.swe_cells import is_swe, swe_episode, swe_instances, write_cell_predictions
+from terminus.eval.swe_cells import (
+    harbor_episode,
+    is_harbor,
+    is_swe,
+    swe_episode,
+    swe_instances,
+    write_cell_predictions,
+)
 from terminus.eval.usable import usable_rate, verdict_correct
 from terminus.io import read_jsonl, write_jsonl_atomic
 from terminus.mainagent.brains import test_command
@@ -249,7 +258,10 @@ def run_cell(
         cell = CellRun(main, sub, bench, seed, sandbox, stamp, policy, context, context_spec, summarizer, prices)
         jobs = []
         for item in work:
-            if is_swe(bench):
+            if is_harbor(item):  # Terminal-Bench: graded by its own verifier, in the agent's sandbox
+                item_id = item.instance_id
+                job = partial(harbor_episode, item, cell, tokenizer=tokenizer)
+            elif is_swe(bench):
                 item_id = item.instance_id
                 job = partial(swe_episode, item, cell, tokenizer=tokenizer, timeout_s=timeout)
             elif bench == "repair":
@@ -261,7 +273,7 @@ def run_cell(
             jobs.append((cell.key(item_id), job))
         out = out_dir / "cells" / f"{name}.jsonl"
         records = run_jobs(jobs, out, ev.concurrency, show_progress, name, key="key", **(resume or {}))
-    if is_swe(bench):
+    if is_swe(bench) and not any(is_harbor(item) for item in work):  # a Harbor task has no patch to predict
         write_cell_predictions(records, out_dir, name)
     return records
 

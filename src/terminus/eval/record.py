@@ -1,7 +1,8 @@
 """The grid's record of one episode (contract in docs/ARCHITECTURE.md, `EvalRecord`): typed once here, as
 `Trajectory` is, and written as a dict (`to_dict`) to the cells' JSON-lines files that `eval-summary`, `view`, the
 case study and the notebooks read. Execution cells leave the main-agent fields None; repair cells add the main
-agent's own commands; SWE-family cells add the official grade and the patch."""
+agent's own commands; SWE-family cells add the official grade and the patch; Harbor cells (Terminal-Bench 2.0) the
+verifier's reward."""
 
 from __future__ import annotations
 
@@ -102,6 +103,15 @@ class SweRecord(MainAgentRecord):
     model_patch: str = ""
 
 
+@dataclass
+class HarborRecord(MainAgentRecord):
+    """A Harbor task's (Terminal-Bench 2.0): also the reward its verifier wrote (None when it wrote none the rule
+    can read; `error` then says why) and the tail of the verifier's output."""
+
+    verifier_reward: float | None = None
+    verifier_log: str = ""
+
+
 # What the readers of eval records (`terminus view`, `terminus case-study`) check on every line
 # (`terminus.io.read_jsonl`): the record's own types, and those of the subagent calls and direct commands it holds.
 SUBAGENT_CALL = {
@@ -115,7 +125,6 @@ SUBAGENT_CALL = {
     "answer": (str, None),
     "termination": (str, None),
 }
-FIELDS = record_fields(
-    SweRecord, subagent_episodes=[SUBAGENT_CALL], direct_commands=[{"command": str, "after": (int, None)}]
-)
+_LISTS = {"subagent_episodes": [SUBAGENT_CALL], "direct_commands": [{"command": str, "after": (int, None)}]}
+FIELDS = record_fields(SweRecord, **_LISTS) | record_fields(HarborRecord, **_LISTS)
 REQUIRED = required_fields(EvalRecord)

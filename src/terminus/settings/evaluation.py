@@ -29,19 +29,20 @@ from terminus.settings.base import (
     turn_limit,
 )
 
-Benchmark = Literal["repair", "execution", "swebench-pro", "swe-sharp", "swebench-verified"]
+Benchmark = Literal["repair", "execution", "swebench-pro", "swe-sharp", "swebench-verified", "terminal-bench-2"]
 CellName = Annotated[StrictStr, Field(pattern=NAME_PATTERN, description="Cell-name part (no __).")]
 OVERRIDE_TIMEOUT = "Overrides eval.request_timeout."
 OVERRIDE_RETRIES = "Overrides eval.max_retries."
 
 
 class EvalSwe(Section):
-    """The SWE-bench-family benchmarks' settings."""
+    """The settings of the benchmarks with a config in configs/benchmarks/ (SWE-bench family, Terminal-Bench 2.0)."""
 
     datasets: dict[str, StrictStr] = Field(
         {},
         description="Per benchmark, a local file (JSONL/JSON/CSV/parquet) or hub id in the benchmark's schema, "
-        "instead of the dataset its config names (offline runs, a subset).",
+        "instead of the dataset its config names (offline runs, a subset); for terminal-bench-2 a folder of Harbor "
+        "task folders.",
     )
     limit: StrictInt | None = Field(None, description="Instances per benchmark (null = all).")
     timeout_s: PositiveNumber = Field(SWE_TIMEOUT_S, description="Grading's test-run timeout.")
@@ -213,7 +214,9 @@ class Eval(Section):
         ["repair", "execution"],
         description="repair = fix an injected fault, verified; execution = the forwarded query, judged; "
         "swebench-pro, swe-sharp, swebench-verified = real-repository instances (configs/benchmarks/<name>.yaml), "
-        "graded by the official rule, with predictions in SWE-bench's format under eval/predictions/.",
+        "graded by the official rule, with predictions in SWE-bench's format under eval/predictions/; "
+        "terminal-bench-2 = Terminal-Bench 2.0's Harbor tasks in their images, resolved iff the task's verifier "
+        "writes a reward of 1.",
     )
     swe: EvalSwe = Field(default_factory=EvalSwe)
     main_agents: Annotated[list[MainAgent], Field(min_length=1)] = Field(

@@ -2,6 +2,7 @@
 
 instances = load_instances("swebench-pro")                       # hub dataset and split of the config
 instances = load_instances("swebench-verified", dataset="rows.jsonl")  # the same schema, offline
+instances = load_instances("terminal-bench-2", dataset="tb2/")   # Harbor task folders (`swe.harbor`)
 """
 
 from __future__ import annotations
@@ -13,13 +14,18 @@ import yaml
 
 from terminus.config import ROOT
 from terminus.swe.families import FAMILIES, DatasetError, load_rows, to_instance
+from terminus.swe.harbor import FAMILY as HARBOR
+from terminus.swe.harbor import HarborTask, load_harbor_tasks
 from terminus.swe.record import RepairInstance
 
 log = logging.getLogger(__name__)
 
 CONFIG_DIR = ROOT / "configs" / "benchmarks"
 BENCHMARKS = ("swebench-verified", "swebench-pro", "swe-sharp")
+HARBOR_BENCHMARKS = ("terminal-bench-2",)
+# A Harbor benchmark's dataset is a folder of task folders: no split.
 REQUIRED = ("name", "family", "dataset", "split")
+HARBOR_REQUIRED = ("name", "family", "dataset")
 
 
 def load_benchmark_config(name: str | Path) -> dict:
@@ -34,11 +40,12 @@ def load_benchmark_config(name: str | Path) -> dict:
         cfg = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise DatasetError(f"benchmark config {path} is not valid YAML: {err}") from None
-    missing = [k for k in REQUIRED if k not in cfg]
+    missing = [k for k in (HARBOR_REQUIRED if cfg.get("family") == HARBOR else REQUIRED) if k not in cfg]
     if missing:
         raise DatasetError(f"benchmark config {path}: missing {', '.join(missing)}")
-    if cfg["family"] not in FAMILIES:
-        raise DatasetError(f"benchmark config {path}: family {cfg['family']!r} is not one of {', '.join(FAMILIES)}")
+    if cfg["family"] not in (*FAMILIES, HARBOR):
+        known = ", ".join((*FAMILIES, HARBOR))
+        raise DatasetError(f"benchmark config {path}: family {cfg['family']!r} is not one of {known}")
     cfg["_path"] = str(path)
     return cfg
 
@@ -82,10 +89,13 @@ def load_instances(
     split: str | None = None,
     ids: list[str] | None = None,
     limit: int | None = None,
-) -> list[RepairInstance]:
+) -> list[RepairInstance] | list[HarborTask]:
     """A benchmark's repair instances: its configured dataset, or `dataset` (a local file or hub id) in the same
-    schema. Without a benchmark, each row's family is detected from its fields."""
+    schema. Without a benchmark, each row's family is detected from its fields. A Harbor benchmark's instances are
+    its task folders (`HarborTask`), from `dataset` or the config's folder."""
     cfg = benchmark if isinstance(benchmark, dict) else load_benchmark_config(benchmark) if benchmark else {}
+    if cfg.get("family") == HARBOR:
+        return load_harbor_tasks(dataset or cfg["dataset"], cfg, ids=ids, limit=limit)
     if not cfg and dataset and not Path(dataset).is_file():
         cfg = config_for_dataset(dataset) or {}
     source = dataset or cfg.get("dataset")
