@@ -59,7 +59,7 @@ def test_paper_dry_run_has_one_eval_job_per_cell():
         assert ("claude-sonnet", sub, "full") in arms
     assert ("claude-sonnet", "terminus-4b", "mask10") in arms and ("claude-sonnet", "sft", "mask10") not in arms
     benches = {n.split("__")[3] for n in names}
-    assert {"swebench-verified", "swebench-pro", "swe-sharp"} <= benches
+    assert {"swebench-verified", "swebench-pro", "swe-sharp", "terminal-bench-2"} <= benches
     assert not [n for n in names if n.startswith("reader__") and n.split("__")[3] not in ("repair", "execution")]
     assert {n.split("__")[4] for n in names if n.startswith("claude-sonnet__")} == {"0", "1", "2"}
     assert {n.split("__")[4] for n in names if n.startswith("reader__")} == {"0"}
