@@ -218,9 +218,8 @@ NONINFERIORITY = "eval/noninferiority.csv"
 
 
 def noninferiority_table(results: Path) -> pd.DataFrame | None:
-    """`eval/noninferiority.csv` of a results folder, or None (said in one line) where it has none: results from
-    before issue 42. Not in `notebook.FILES` until results/cached holds it, since FILES is also the list of tables
-    the reproducibility check compares."""
+    """`eval/noninferiority.csv` of a results folder (`notebook.FILES["noninferiority"]`), or None (said in one
+    line) where it has none: results from before issue 42."""
     path = Path(results) / NONINFERIORITY
     if not path.is_file():
         print(f"{path} is missing: these results predate the arms' non-inferiority table (issue 42)")

@@ -22,6 +22,7 @@ FILES = {
     "grpo_metrics": "models/grpo/metrics.jsonl",
     "training": "training/summary.json",
     "eval_summary": "eval/summary.csv",
+    "noninferiority": "eval/noninferiority.csv",
     "eval_records": "eval/records.jsonl",
     "case_study": "eval/case_study.json",
     "validity": "judge/validity.json",
