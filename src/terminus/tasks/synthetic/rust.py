@@ -17,6 +17,9 @@ def render(spec: Spec, out: Files) -> dict:
         "",
         "[dependencies]",
     )
+    # libtest runs tests on several threads and prints failures in the order they end: one thread makes the log the
+    # same on every run (a head-and-tail cut of it, the eval's truncation arms, otherwise saw different failures)
+    out.add(".cargo/config.toml", "[env]", 'RUST_TEST_THREADS = "1"')
     out.add(lib, f"//! {spec.domain.title()} calculations used by the {spec.package} service.", "")
     info: dict = {"assert_type": "panicked"}
     for k, f in enumerate(spec.functions):
