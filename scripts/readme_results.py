@@ -75,7 +75,8 @@ def smoke_rows(cached: Path) -> list[str]:
     execution = {r["subagent"]: r for r in summary if r["benchmark"] == "execution"}
     lines = [
         f"Smoke run, a check of the machinery (`results/cached/`, commit {stamp['git_commit'][:7]}; reader main "
-        "agent, held-out synthetic repositories; n = tasks; 95% cluster-bootstrap intervals over tasks; dollars "
+        "agent, held-out synthetic repositories; n = tasks; rates with their 95% Wilson interval, other figures "
+        "with the [smallest, largest] of their tasks' values below 10 tasks (no bootstrap at n = 3); dollars "
         "are the main agent's tokens at Claude Sonnet 4.5's cache-aware prices, as if it were the main agent; "
         "the summarizer is the untrained tiny model):",
         "",

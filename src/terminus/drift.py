@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from terminus.reproducibility import RUN_PATH, STAMPS, WALL_CLOCK, is_wall_clock, normalise
+from terminus.stats import wilson
 
 TRAINED = frozenset({"sft", "grpo"})  # subagents whose weights carry the training's drift
 DEFAULT_REL = 1e-4
@@ -95,16 +96,6 @@ def is_number(value) -> bool:
 def within(a: float, b: float, rel: float) -> bool:
     """`a` (the run's) within `rel` of `b` (the cache's), relative to the larger; 1e-12 absolute for zeros."""
     return abs(a - b) <= max(rel * max(abs(a), abs(b)), 1e-12)
-
-
-def wilson(rate: float, n: int) -> tuple[float, float]:
-    """The 95% Wilson interval of a proportion (also a conservative one for a mean of values in [0, 1])."""
-    if n <= 0:
-        return 0.0, 1.0
-    z = 1.959964
-    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
 
 
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -390,6 +381,11 @@ def compare(run: Path, cached: Path, tables: list[str], mode: str = "auto") -> d
     verdicts = []
     for rel in tables:
         pa, pb = Path(run) / rel, Path(cached) / rel
+        if not pa.is_file() and not pb.is_file():  # a table neither holds (results from before it existed)
+            v = Verdict(rel)
+            v.rule("absent from both: nothing to compare", "file")
+            verdicts.append(v)
+            continue
         if not (pa.is_file() and pb.is_file()):
             v = Verdict(rel)
             v.fail("file", f"run: {'present' if pa.is_file() else 'missing'}, cached: "

@@ -130,3 +130,14 @@ def noninferiority_test(
     p_floor = min(1.0, max(0.0, 1 - mean - margin)) ** k
     verdict = "non-inferior" if lo > -margin else "inferior" if hi < -margin else "inconclusive"
     return NonInferiority(mean, lo, hi, max(p_boot, p_floor), k, verdict)
+
+
+def wilson(rate: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson interval of a proportion of `n` (also a conservative one for a mean of values in [0, 1]); at
+    n = 3 tasks all resolved it is [0.44, 1], where a bootstrap says [1, 1]."""
+    if n <= 0:
+        return 0.0, 1.0
+    z = 1.959964
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -3,6 +3,9 @@ its seeds pooled, and the paired difference against the arm with no subagent und
 
 - Runs are pooled with a cluster bootstrap over tasks: a task's value is the mean over its runs (seeds), and tasks
   are resampled with all their runs (`cluster_bootstrap`), so that n is the number of tasks, not of episodes.
+- Honest at small n (issue 45): the rates of 0/1 outcomes (`RATES`) get a 95% Wilson interval at n tasks; the other
+  metrics below `MIN_BOOTSTRAP` tasks get no interval but the range of their tasks' values in `_lo`/`_hi` (a
+  bootstrap of 3 tasks claims a precision it does not have); `interval` says which.
 - METRICS is in ranking order: arms are ranked by the main agent's outcome (resolve rate), then by what it cost
   (tokens, dollars, turns); the judge score and the fact checker's figures come after, to explain a ranking, never to
   decide one (the judge is a model, and the training reward is one too).
@@ -26,7 +29,7 @@ from pathlib import Path
 
 from terminus.eval.noninferiority import arm_name, both_resolved_costs
 from terminus.io import write_text_atomic
-from terminus.stats import cluster_bootstrap
+from terminus.stats import cluster_bootstrap, wilson
 
 METRICS = (
     "resolve_rate",
@@ -63,6 +66,8 @@ METRICS = (
 )
 FIELD = {"resolve_rate": "resolved", "verdict_accuracy": "verdict_correct", "turn_limit_rate": "turn_limit"}
 ARM = ("main_agent", "subagent", "context", "benchmark")
+RATES = ("resolve_rate", "error_rate", "turn_limit_rate", "verdict_accuracy")
+MIN_BOOTSTRAP = 10  # tasks
 BASELINE = ("none", "full")  # the reference arm's subagent and context
 
 
@@ -94,6 +99,20 @@ def bootstrap(values: list[float], n: int = 2000, seed: int = 0, alpha: float = 
     k = len(values)
     means = sorted(statistics.fmean(rng.choices(values, k=k)) for _ in range(n))
     return mean, means[int(alpha / 2 * n)], means[min(n - 1, int((1 - alpha / 2) * n))]
+
+
+def interval(by_task: dict[str, list[float]], metric: str, n_boot: int) -> tuple[float, float, float]:
+    """A metric's mean over tasks and its interval: Wilson for a rate of 0/1 outcomes, the cluster bootstrap from
+    `MIN_BOOTSTRAP` tasks on, else the range of the tasks' values."""
+    means = [statistics.fmean(v) for v in by_task.values() if v]
+    if not means:
+        return (float("nan"),) * 3
+    mean = statistics.fmean(means)
+    if metric in RATES:
+        return (mean, *wilson(mean, len(means)))
+    if len(means) < MIN_BOOTSTRAP:
+        return mean, min(means), max(means)
+    return cluster_bootstrap(by_task, n=n_boot)
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -144,15 +163,16 @@ def summarise(records: list[dict], stamp: dict, *, n_boot: int = 2000) -> list[d
         }
         key = (arm[0], *BASELINE, arm[3])
         baseline = groups.get(key) if arm != key else None
+        row["interval"] = "bootstrap" if len(tasks) >= MIN_BOOTSTRAP else "range (n < 10)"
         for metric in METRICS:
-            mean, lo, hi = cluster_bootstrap(per_task(members, metric), n=n_boot)
+            mean, lo, hi = interval(per_task(members, metric), metric, n_boot)
             k = _digits(metric)
             row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"] = _round(mean, k), _round(lo, k), _round(hi, k)
             if baseline:
                 ref = per_task(baseline, metric)
                 mine = per_task(members, metric)
                 diffs = {t: [statistics.fmean(v) - statistics.fmean(ref[t])] for t, v in mine.items() if t in ref}
-                d, dlo, dhi = cluster_bootstrap(diffs, n=n_boot)
+                d, dlo, dhi = interval(diffs, f"{metric}_diff", n_boot)
                 row[f"{metric}_diff"], row[f"{metric}_diff_lo"], row[f"{metric}_diff_hi"] = (
                     _round(d, k),
                     _round(dlo, k),

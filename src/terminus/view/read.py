@@ -150,7 +150,7 @@ def load(path: Path, verdicts: Path | None = None, tasks: Path | None = None) ->
         if "eval" in kinds and not title:  # a merged records file: one section per cell
             cells: dict[str, list[dict]] = defaultdict(list)
             for row in rows:
-                cells["__".join(str(row.get(k)) for k in ("main_agent", "subagent", "benchmark", "seed"))].append(row)
+                cells[cell_of(row)].append(row)
             for cell, members in cells.items():
                 sections.append(Section(f"eval cell {cell}", str(file), [Episode("eval", r) for r in members]))
             continue
@@ -196,3 +196,10 @@ def status(step: dict) -> str:
     if step["timed_out"]:
         return "timed out"
     return "killed (no exit status)" if step["exit_code"] is None else f"exit {step['exit_code']}"
+
+
+def cell_of(record: dict) -> str:
+    """The grid cell an eval record belongs to, named as `terminus.eval.cells` names it (records from before the
+    context axis ran under the full context)."""
+    parts = [record.get("main_agent"), record.get("subagent"), record.get("context") or "full"]
+    return "__".join(str(p) for p in [*parts, record.get("benchmark"), record.get("seed")])

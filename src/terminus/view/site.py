@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from terminus.io import write_text_atomic
-from terminus.view.read import Episode, command_steps, load, status
+from terminus.view.read import Episode, cell_of, command_steps, load, status
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def trajectory_page(ep: Episode) -> str:
 
 def eval_page(ep: Episode) -> str:
     r = ep.record
-    cell = "__".join(str(r.get(k)) for k in ("main_agent", "subagent", "benchmark", "seed"))
+    cell = cell_of(r)
     outcome = (
         f"resolved: {'yes' if r.get('resolved') else 'no'}" if r.get("resolved") is not None
         else f"reward {number(r.get('reward'))}"
