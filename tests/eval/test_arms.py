@@ -261,3 +261,29 @@ def test_an_episode_costs_its_tokens_at_cache_aware_prices_and_its_gpu_time():
     assert unpriced.episode(main=(10, 0, 10), sub=(0, 0), sub_s=0)["cost_usd"] is None  # unknown, not free
     endpoint = CellPrices.of(main, {"name": "h", "policy": "openai", "model": "claude-haiku-4-5"}, None, 2.5)
     assert endpoint.episode(main=None, sub=(1_000_000, 0), sub_s=99)["cost_usd"] == pytest.approx(1.0)
+
+
+# -- one episode's sandbox failure ends that episode, not the cell ---------------------------------------------
+def test_a_task_whose_sandbox_cannot_start_fails_alone_and_a_rerun_retries_it(corpus, tmp_path):
+    import shutil
+
+    config_path, tasks_file = corpus
+    copy = tmp_path / "corpus"
+    shutil.copytree(tasks_file.parent, copy, symlinks=True)
+    tasks_file = copy / tasks_file.name
+    run = load_run(config_path)
+    tasks = load_tasks(tasks_file)
+    broken = next(t for t in tasks if t.meta.get("fix") and t.task_type == "test-execution")  # a repair task
+    hidden = broken.workspace_path(tasks_file).rename(tmp_path / "hidden")
+    scorer = Scorer(tasks={t.id: t for t in tasks})
+    cell = "reader__none__full__repair__0"
+    records = run_cell(run, tasks_file, tmp_path / "eval", scorer, cell, show_progress=False)
+    by = {r["task_id"]: r for r in records}
+    assert by[broken.id]["error"].startswith("infra: SandboxError") and by[broken.id]["resolved"] is None
+    assert all(r["resolved"] == 1.0 for t, r in by.items() if t != broken.id)
+    row = next(r for r in summarise(records, {}) if r["context"] == "full")
+    assert row["error_rate"] == pytest.approx(1 / len(by)) and row["resolve_rate"] == 1.0  # out of the rate
+    hidden.rename(broken.workspace_path(tasks_file))  # the engine is back: a rerun runs that episode alone
+    again = {r["task_id"]: r for r in run_cell(run, tasks_file, tmp_path / "eval", scorer, cell, show_progress=False)}
+    assert again[broken.id]["error"] is None and again[broken.id]["resolved"] == 1.0
+    assert {t: r for t, r in again.items() if t != broken.id} == {t: r for t, r in by.items() if t != broken.id}

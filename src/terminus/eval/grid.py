@@ -51,7 +51,7 @@ from terminus.models import shared_policy
 from terminus.models.local import warm_imports
 from terminus.models.openai_compat import api_key_from_env, endpoint_limits
 from terminus.runspec import LOCAL_POLICIES, RunSpec
-from terminus.sandbox import SandboxSpec, make_sandbox
+from terminus.sandbox import SandboxError, SandboxSpec, make_sandbox
 from terminus.sandbox.fdtree import remove_tree
 from terminus.settings import Eval, Subagent, field_default, filled
 from terminus.tasks.record import Task, load_tasks
@@ -136,6 +136,35 @@ def execution_episode(task: Task, cell: CellRun, *, tasks_file: Path, scorer) ->
         wall_s=round(time.perf_counter() - start, 3),
         **cell.stamp,
     ).to_dict()
+
+
+def fail_alone(job, cell: CellRun, item_id: str, language: str, source: str, task_type: str = ""):
+    """`job` whose sandbox failure (an image that does not start, a setup that fails, an engine that goes away) ends
+    its own episode, not the cell: a record with `error` "infra: ..." and no outcome (`resolved` None, so it is out
+    of the resolve rate and unpaired in the non-inferiority test, and counted in `error_rate`). The cell's file keeps
+    it as failed, so a rerun (a resubmission) tries that episode again. A bug is not caught."""
+
+    def run() -> dict:
+        try:
+            return job()
+        except SandboxError as err:
+            log.warning("episode %s failed to run: %s", cell.key(item_id), err)
+            return EvalRecord(
+                key=cell.key(item_id),
+                main_agent=cell.main["name"],
+                subagent=cell.sub["name"],
+                benchmark=cell.benchmark,
+                seed=cell.seed,
+                task_id=item_id,
+                language=language,
+                source=source,
+                context=cell.context,
+                task_type=task_type,
+                error=f"infra: {type(err).__name__}: {err}",
+                **cell.stamp,
+            ).to_dict()
+
+    return run
 
 
 def check_models(eval_cfg: Eval, names: list[str] | None = None) -> Eval:
@@ -270,7 +299,11 @@ def run_cell(
             else:
                 item_id = item.id
                 job = partial(execution_episode, item, cell, tasks_file=tasks_file, scorer=scorer)
-            jobs.append((cell.key(item_id), job))
+            if is_swe(bench):
+                what = (getattr(item, "language", ""), getattr(item, "family", bench), "")
+            else:
+                what = (item.language, item.source, item.task_type)
+            jobs.append((cell.key(item_id), fail_alone(job, cell, item_id, *what)))
         out = out_dir / "cells" / f"{name}.jsonl"
         records = run_jobs(jobs, out, ev.concurrency, show_progress, name, key="key", **(resume or {}))
     if is_swe(bench) and not any(is_harbor(item) for item in work):  # a Harbor task has no patch to predict
