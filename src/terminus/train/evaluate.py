@@ -15,7 +15,7 @@ from pathlib import Path
 
 from terminus.collect import provenance as prov
 from terminus.collect.provenance import file_sha256, model_stamp
-from terminus.collect.runner import run_episode, run_jobs
+from terminus.collect.runner import run_episode, run_jobs, start_failed
 from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.facts import check, observations_of
 from terminus.models import shared_policy
@@ -27,7 +27,8 @@ from terminus.train import TrainingInputError
 
 
 def _episode(task: Task, tasks_file: Path, policy, max_turns: int, sandbox: SandboxSpec) -> dict:
-    return run_episode(task, tasks_file, policy, sandbox=sandbox, max_turns=max_turns).to_dict()
+    # a task whose sandbox or setup fails ends its own episode (a `start_failed` record), not the summary
+    return run_episode(task, tasks_file, policy, sandbox=sandbox, max_turns=max_turns, fail_alone=True).to_dict()
 
 
 def held_out(
@@ -73,15 +74,20 @@ def held_out(
         stale = out.is_file() and bool(prov.differs(out, inputs))
         records = run_jobs(jobs, out, concurrency, True, f"held-out ({name})", provenance=inputs, force=stale)
     answered, recalls = [], []
+    infra = [r for r in records if start_failed(r)]  # no outcome of the model: out of its rates, and counted
     for r in records:
+        if start_failed(r):
+            continue
         task = tasks[r["task_id"]]
         answered.append(float(r["termination"] == "final_answer"))
         recalls.append(check(r["final_answer"], task.facts, task.task_type, observations_of(r["messages"])).recall)
+    if not answered:
+        raise TrainingInputError(f"no held-out episode of {name} started: {infra[0].get('error')}")
     return {
         "final_answer_rate": round(statistics.fmean(answered), 4),
         "fact_recall": round(statistics.fmean(recalls), 4),
-        "n": len(records),
-    }
+        "n": len(answered),
+    } | ({"infra_failed": len(infra)} if infra else {})
 
 
 def logged_steps(metrics: Path) -> list[dict]:
