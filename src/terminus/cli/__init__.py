@@ -26,6 +26,8 @@ tasks_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build 
 app.add_typer(tasks_app, name="tasks")
 config_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The experiment config: resolved, schema.")
 app.add_typer(config_app, name="config")
+dataset_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The episodes of a run as an open dataset.")
+app.add_typer(dataset_app, name="dataset")
 
 
 def _version(value: bool) -> None:

@@ -1,4 +1,5 @@
-"""`view`: a trajectories file, an eval cell or a run folder as static HTML pages."""
+"""`view`: a trajectories file, an eval cell or a run folder as static HTML pages; `dataset export`: a run
+folder's episodes as a Hugging Face `datasets` folder."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from terminus.cli import app
+from terminus.cli import app, dataset_app
 from terminus.errors import TerminusError
 from terminus.view import write_site
 
@@ -29,3 +30,19 @@ def view(
     except OSError as err:
         raise TerminusError(f"cannot write {out}: {err}") from err
     typer.echo(f"{index.resolve()}")
+
+
+@dataset_app.command("export")
+def dataset_export(
+    run: Path = typer.Option(..., help="A run folder (results/<run>, results/cached): the episodes it holds."),
+    out: Path = typer.Option(..., help="A new (or empty) folder for the dataset, its card and stamp."),
+) -> None:
+    """Write the run's teacher trajectories (split by repository: train, validation, test) and eval episodes (eval)
+    as a `datasets` folder with a dataset card (fields, licence, provenance); load it with
+    `datasets.load_from_disk(OUT)`."""
+    from terminus.collect.dataset import export
+
+    if not run.is_dir():
+        raise TerminusError(f"--run {run} is not a folder")
+    counts = export(run, out)
+    typer.echo(f"{out}: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
