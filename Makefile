@@ -62,17 +62,20 @@ dry-run-paper: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python scripts/run_notebooks.py results/cached
 
-# JupyterLab on notebooks/: registers this venv as the Jupyter kernel `terminus` (for any Jupyter front end), and the
-# notebooks read results/cached/, or a run: `make lab RUN=results/smoke`. Figures show in the notebooks and go to
-# results/figures-<run>/ (as with `make notebooks`), never into the committed results/cached/. As root (a cluster
-# container) Jupyter needs --allow-root, which is added. LAB_ARGS passes flags, e.g. --no-browser.
+# JupyterLab at the repository root, its file browser on notebooks/: results/ (the executed notebooks, the figures, a
+# run's trajectory pages) is one folder up. The venv is registered as the Jupyter kernel `terminus` inside the venv
+# (--sys-prefix), never in the user's home, where every checkout would share one kernelspec and each `make lab` would
+# point it at its own venv. The notebooks read results/cached/, or a run: `make lab RUN=results/smoke`. Figures show
+# in the notebooks and go to results/figures-<run>/ (as with `make notebooks`), never into the committed
+# results/cached/. As root (a cluster container) Jupyter needs --allow-root, which is added. LAB_ARGS passes flags,
+# e.g. --no-browser.
 RUN ?= results/cached
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
 	@test -d $(RUN) || { echo "error: $(RUN) is not a results folder (make lab RUN=results/<run>)"; exit 2; }
-	$(BIN)/python -m ipykernel install --user --name terminus --display-name "terminus (.venv)"
+	$(BIN)/python -m ipykernel install --sys-prefix --name terminus --display-name "terminus (.venv)"
 	TERMINUS_RESULTS=$(abspath $(RUN)) TERMINUS_FIGURES=$(CURDIR)/results/figures-$(notdir $(abspath $(RUN))) \
-		$(BIN)/jupyter lab notebooks/ $(LAB_ROOT) $(LAB_ARGS)
+		$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks $(LAB_ROOT) $(LAB_ARGS)
 
 test: $(STAMP) sysdeps lint
 	$(BIN)/pytest -m "not slow"

@@ -17,7 +17,9 @@
 # %% tags=["parameters"]
 import os
 
-results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # or a run folder; `make lab RUN=results/smoke` sets it
+# papermill's parameters: it reads `name = value  # help` lines and warns of any name it cannot find, so no other
+# "=" on these lines. `make lab RUN=...` sets TERMINUS_RESULTS and TERMINUS_FIGURES.
+results = os.environ.get("TERMINUS_RESULTS", "results/cached")  # a results folder: results/cached or a run's
 figures = os.environ.get("TERMINUS_FIGURES")  # default: <results>/figures (results/figures-cached for results/cached)
 
 # %%

@@ -148,3 +148,39 @@ def test_the_margin_comes_from_the_noninferiority_table(tmp_path, capsys):
     (tmp_path / "eval").mkdir()
     (tmp_path / arms.NONINFERIORITY).write_text("benchmark,arm,margin\nrepair,a,0.05\n")
     assert arms.margin_of(arms.noninferiority_table(tmp_path)) == 0.05
+
+
+def test_each_model_has_one_colour_in_every_figure():
+    """base, SFT and GRPO had one set of colours in the grid, another in the training figures and a third in the
+    arms' figures (issue 44). Now every figure takes `palette.model_colour`: an arm's plain colour is its
+    subagent's, its other contexts are shades of it."""
+    from terminus.analysis import evaluation, grid, palette, training
+
+    colours = {m: palette.model_colour(m) for m in palette.MODELS}
+    assert len(set(colours.values())) == len(colours)
+    assert palette.model_colour("GRPO") == colours["grpo"]
+    assert palette.model_colour("other") == palette.model_colour("other") not in colours.values()
+    arms_ = ["m__grpo__full", "m__grpo__mask10", "m__none__full", "m__none__truncate", "m__none__mask10"]
+    shades = palette.arm_palette(arms_)
+    assert shades["m__grpo__full"] == colours["grpo"] and shades["m__none__full"] == colours["none"]
+    assert len(set(shades.values())) == len(arms_), "every arm its own colour"
+    summary = pd.DataFrame(
+        [
+            {"main_agent": "r", "subagent": s, "benchmark": "repair", "n": 3, "runs": 1, "resolve_rate": 0.5}
+            | {"resolve_rate_lo": 0.4, "resolve_rate_hi": 0.6}
+            for s in ("grpo", "sft", "none", "base")
+        ]
+    )
+    fig = evaluation.plot_grid(summary)
+    drawn = [matplotlib.colors.to_hex(p.get_facecolor()) for p in fig.axes[0].patches]
+    assert drawn == [colours[m] for m in ("none", "base", "sft", "grpo")], "in the palette's order"
+    plt.close(fig)
+    stages = ("base", "sft", "grpo")
+    run = {"summary": {m: {"final_answer_rate": 0.5, "fact_recall": 0.5, "n": 4} for m in stages}}
+    run |= {"sft": pd.DataFrame({"step": [1], "loss": [1.0]}), "grpo": pd.DataFrame({"step": [1], "reward": [0.1]})}
+    for fig in (training.plot_learning({0: run}), training.plot_training(run["sft"], run["grpo"], run["summary"])):
+        held_out = {matplotlib.colors.to_hex(p.get_facecolor()) for p in fig.axes[2].patches}
+        assert held_out == {colours[m] for m in stages}
+        assert fig.axes[1].get_lines()[0].get_color() == colours["grpo"]  # GRPO's reward curve
+        plt.close(fig)
+    assert not hasattr(grid, "SUBAGENT_ORDER"), "no second, order-dependent palette"

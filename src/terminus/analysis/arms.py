@@ -13,13 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from terminus.analysis.palette import arm_palette
 from terminus.stats import cluster_bootstrap, noninferiority_test
 
 ARM = ("main_agent", "subagent", "context")
 NEEDED = ("benchmark", *ARM, "task_id", "resolved")
-# the grid's subagent order (`grid.SUBAGENT_ORDER`, which grows as it meets new names: a copy, so that a colour
-# never depends on which figure came first)
-SUBAGENTS = ("none", "scripted", "base", "sft", "grpo")
 TIERS = ("light", "medium", "heavy")  # terciles of the main agent's tokens under `none × full`
 DEFAULT_MARGIN = 0.025  # the paper config's analysis.noninferiority_margin, 2.5 points
 
@@ -44,22 +42,9 @@ def reference_arm(main_agent: str, full: str = "full") -> str:
     return f"{main_agent}__none__{full}"
 
 
-def arm_palette(arms) -> dict[str, str]:
-    """One colour per arm, the same in every figure given the same arms: arms ordered by subagent (the grid's
-    order), context and main agent, then tab20's ten dark colours before its ten light ones."""
-    import matplotlib
-
-    def key(arm: str) -> tuple:
-        main, sub, context = arm.split("__", 2)
-        return (SUBAGENTS.index(sub) if sub in SUBAGENTS else len(SUBAGENTS), sub, context, main)
-
-    colours = matplotlib.colormaps["tab20"].colors
-    order = [*range(0, 20, 2), *range(1, 20, 2)]
-    return {arm: matplotlib.colors.to_hex(colours[order[i % 20]]) for i, arm in enumerate(sorted(set(arms), key=key))}
-
-
 def palette_of(records: pd.DataFrame) -> dict[str, str]:
-    """`arm_palette` over every arm of the records; empty for records without arms (before the context axis)."""
+    """`palette.arm_palette` (each arm in its subagent's colour, as in every other figure) over every arm of the
+    records; empty for records without arms (before the context axis)."""
     return {} if missing(records, ARM) else arm_palette(with_arms(records)["arm"])
 
 

@@ -1,8 +1,9 @@
 """The evaluation notebook's figures of the arms (issue 42), from the records table: resolve rate against cost with
 the Pareto front (`plot_pareto`), per-task cost ratios against `none × full` (`plot_cost_ratios`), and the routing
-map (`plot_routing`). One colour per arm across all three (`arms.arm_palette`, computed once from the records and
-passed to each). Where the records lack a column a figure needs (results from before the context axis), the figure
-says which instead of failing, so that the notebook still runs on old results."""
+map (`plot_routing`). One colour per arm across all three (`palette.arm_palette`: its subagent's colour, as in every
+figure; computed once from the records and passed to each). Where the records lack a column a figure needs (results
+from before the context axis), the figure says which instead of failing, so that the notebook still runs on old
+results."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import pandas as pd
 from terminus.analysis.arms import (
     NEEDED,
     TIERS,
-    arm_palette,
     arm_table,
     cost_ratios,
     missing,
@@ -23,6 +23,7 @@ from terminus.analysis.arms import (
     with_arms,
 )
 from terminus.analysis.notebook import footnote
+from terminus.analysis.palette import arm_palette
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from terminus.analysis.notebook import footnote
+from terminus.analysis.notebook import footnote, panels
+from terminus.analysis.palette import bars, model_colour
 
 
 def case_study_table(case: dict) -> pd.DataFrame:
@@ -20,12 +21,12 @@ def case_study_table(case: dict) -> pd.DataFrame:
 
 
 def plot_case_study(case: dict):
-    import matplotlib.pyplot as plt
-
     table = case_study_table(case).drop(index="resolved").astype(float)
-    fig, axes = plt.subplots(1, len(table), figsize=(4 * len(table), 3.5))
+    fig, axes = panels(len(table), cols=3, height=3.2)
+    colours = [model_colour("none"), model_colour(case["subagent"])]  # without: no subagent; with: its colour
     for ax, (metric, row) in zip(axes, table.iterrows(), strict=True):
-        ax.bar(["without", "with"], row.values, color=["C7", "C0"])
+        bars(ax, [0, 1], row.values, colours=colours)
+        ax.set_xticks([0, 1], ["without", "with"])
         ax.set(title=metric.replace("_", " "))
     fig.suptitle(f"Case study: {case['task_id']} (main agent {case['main_agent']}, subagent {case['subagent']})")
     calls = len(case["with_subagent"].get("calls", []))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from terminus.analysis.notebook import footnote
+from terminus.analysis.notebook import footnote, panels
+from terminus.analysis.palette import OURS, PAPER, bars, legend
 
 
 def corpus_tables(stats: dict) -> dict[str, pd.DataFrame]:
@@ -18,20 +19,23 @@ def corpus_tables(stats: dict) -> dict[str, pd.DataFrame]:
 
 
 def plot_corpus(stats: dict):
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
     t = corpus_tables(stats)
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
-    sns.barplot(t["types"], x="task type", y="share", hue="corpus", ax=axes[0])
+    fig, axes = panels(4)
+    types = t["types"].pivot(index="task type", columns="corpus", values="share")
+    for offset, corpus, colour in ((-0.2, "ours", OURS), (0.2, "paper", PAPER)):
+        x = [i + offset for i in range(len(types))]
+        bars(axes[0], x, types[corpus] if corpus in types else [None] * len(types), colours=[colour] * len(types),
+             width=0.4)  # fmt: skip
+    axes[0].set_xticks(range(len(types)), types.index, rotation=20, ha="right")
+    legend(axes[0], {"ours": OURS, "paper": PAPER})
     axes[0].set(title="Task types: ours vs the paper's", ylabel="share of tasks", xlabel="")
-    axes[0].tick_params(axis="x", rotation=20)
     for ax, key, x in (
         (axes[1], "languages", "language"),
         (axes[2], "sources", "source"),
         (axes[3], "splits", "split"),
     ):
-        sns.barplot(t[key], x=x, y="tasks", ax=ax, color="C0")
+        bars(ax, range(len(t[key])), t[key]["tasks"], colours=[OURS] * len(t[key]))
+        ax.set_xticks(range(len(t[key])), t[key][x])
         ax.set(title=f"Tasks by {x}", ylabel="tasks", xlabel="")
     footnote(fig, f"n = {int(t['splits']['tasks'].sum())} tasks from {stats.get('repos', '?')} repositories")
     return fig

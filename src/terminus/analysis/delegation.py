@@ -5,20 +5,21 @@ from __future__ import annotations
 import pandas as pd
 
 from terminus.analysis.grid import grid_long, grid_n, interval_bars
-from terminus.analysis.notebook import footnote
+from terminus.analysis.notebook import footnote, panels
 
 
 def plot_delegation(summary: pd.DataFrame):
-    import matplotlib.pyplot as plt
-
     repair = summary[summary["benchmark"] == "repair"]
     long = grid_long(repair, ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls"])
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    fig, axes = panels(4)
     for ax, metric in zip(
         axes, ["main_agent_tokens", "main_agent_turns", "direct_terminal_calls", "subagent_calls"], strict=True
     ):
-        data = long[long["metric"] == metric]
-        if not data.empty:
+        data = long[long["metric"] == metric] if not long.empty else long
+        if data.empty:
+            ax.set(title=f"{metric.replace('_', ' ')} (no data)")
+            ax.text(0.5, 0.5, "n/a", transform=ax.transAxes, ha="center", va="center", color="#555")
+        else:
             interval_bars(ax, data, metric.replace("_", " "), "per episode (95% CI)")
     footnote(fig, grid_n(summary, ("repair",)))
     return fig

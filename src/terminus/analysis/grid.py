@@ -1,16 +1,21 @@
 """The eval grid as the evaluation and delegation notebooks plot it: the summary's metrics in long form with their
-intervals (`grid_long`), one colour per subagent, bars with 95% intervals, and the footnote's n."""
+intervals (`grid_long`), bars with 95% intervals in each subagent's colour (`palette`), zero and missing values told
+apart, and the footnote's n."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from terminus.analysis.palette import bars, model_colour, order
+
 
 def grid_long(summary: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """One row per summary row and metric it has a column for; a cell without a value (empty in the CSV) keeps its
+    row with NaN, so that its bar says "n/a" instead of vanishing."""
     rows = []
     for _, r in summary.iterrows():
         for m in metrics:
-            if m in r and pd.notna(r[m]) and r[m] != "":
+            if m in r:
                 rows.append(
                     {
                         "subagent": r["subagent"],
@@ -19,12 +24,17 @@ def grid_long(summary: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
                         "benchmark": r["benchmark"],
                         "main_agent": r["main_agent"],
                         "metric": m,
-                        "value": float(r[m]),
-                        "lo": float(r[f"{m}_lo"]),
-                        "hi": float(r[f"{m}_hi"]),
+                        "value": _number(r[m]),
+                        "lo": _number(r.get(f"{m}_lo")),
+                        "hi": _number(r.get(f"{m}_hi")),
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _number(value) -> float:
+    number = pd.to_numeric(value, errors="coerce") if value is not None else float("nan")
+    return float(number) if pd.notna(number) else float("nan")
 
 
 def _label(subagent: str, context) -> str:
@@ -32,27 +42,15 @@ def _label(subagent: str, context) -> str:
     return subagent if context in ("full", None) or context != context else f"{subagent}/{context}"
 
 
-SUBAGENT_ORDER = ["none", "scripted", "base", "sft", "grpo"]
-
-
-def subagent_color(name: str) -> str:
-    """One colour per subagent across every panel and notebook."""
-    if name not in SUBAGENT_ORDER:
-        SUBAGENT_ORDER.append(name)
-    return f"C{SUBAGENT_ORDER.index(name) % 10}"
-
-
 def interval_bars(ax, data: pd.DataFrame, title: str, ylabel: str):
-    ax.bar(range(len(data)), data["value"], color=[subagent_color(s) for s in data["subagent"]])
-    ax.errorbar(
-        range(len(data)),
-        data["value"],
-        yerr=[data["value"] - data["lo"], data["hi"] - data["value"]],
-        fmt="none",
-        ecolor="black",
-        capsize=4,
-    )
-    ax.set_xticks(range(len(data)), data["label"] if "label" in data else data["subagent"], rotation=30, ha="right")
+    """One bar per row in its subagent's colour, subagents in the palette's order (none, scripted, base, SFT,
+    GRPO) in every panel, each with its 95% interval; "0" on a zero bar, "n/a" where the value is missing."""
+    labels = data["label"] if "label" in data else data["subagent"]
+    data = data.iloc[sorted(range(len(data)), key=lambda i: (order(data["subagent"].iloc[i]), str(labels.iloc[i])))]
+    x = range(len(data))
+    errors = (data["value"] - data["lo"], data["hi"] - data["value"])
+    bars(ax, x, data["value"], colours=[model_colour(s) for s in data["subagent"]], errors=errors)
+    ax.set_xticks(x, data["label"] if "label" in data else data["subagent"], rotation=30, ha="right")
     ax.set(title=title, ylabel=ylabel)
 
 

@@ -85,6 +85,23 @@ def load(results: Path, name: str):
     return json.loads(path.read_text())
 
 
+INLINE_WIDTH = 10.0  # inches: at `save`'s 120 dpi, about the width of a JupyterLab output area, so nothing shrinks
+
+
+def panels(n: int, *, cols: int = 2, height: float = 3.8):
+    """A figure of n panels, `cols` to a row, as wide as Lab shows a figure inline (`INLINE_WIDTH`): four panels in
+    a row were shrunk to half their size and their labels became unreadable. Slots past n are hidden."""
+    import matplotlib.pyplot as plt
+
+    cols = max(1, min(cols, n))
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(INLINE_WIDTH, height * rows + 0.4), squeeze=False)
+    axes = list(axes.flat)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
 def footnote(fig, text: str) -> None:
     """The sample sizes under a figure (tasks, episodes, seeds), so that no figure is read without its n."""
     fig.text(0.01, 0.005, text, ha="left", va="bottom", fontsize=9, color="#444")

@@ -1,5 +1,6 @@
 """The training notebook's figures: the smoke run's SFT loss, GRPO reward and held-out rates (`plot_training`), and
-the learning runs over seeds (`make learning`: `load_learning`, `learning_table`, `plot_learning`)."""
+the learning runs over seeds (`make learning`: `load_learning`, `learning_table`, `plot_learning`). Base, SFT and
+GRPO keep their colours of every other figure (`palette.model_colour`), curves and bars alike."""
 
 from __future__ import annotations
 
@@ -8,44 +9,45 @@ from pathlib import Path
 
 import pandas as pd
 
-from terminus.analysis.notebook import footnote
+from terminus.analysis.notebook import footnote, panels
+from terminus.analysis.palette import bars, legend, model_colour, model_palette
 from terminus.io import read_jsonl
 from terminus.stats import mean_interval
 
+STAGES = ("base", "sft", "grpo")
+
 
 def plot_training(sft: pd.DataFrame, grpo: pd.DataFrame, summary: dict):
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    fig, axes = panels(3)
     loss = sft.dropna(subset=["loss"]) if "loss" in sft else sft.iloc[0:0]
-    axes[0].plot(loss["step"], loss["loss"], label="train loss")
+    axes[0].plot(loss["step"], loss["loss"], color=model_colour("sft"), label="train loss")
     if "eval_loss" in sft:
         ev = sft.dropna(subset=["eval_loss"])
-        axes[0].plot(ev["step"], ev["eval_loss"], "o-", label="validation loss")
+        axes[0].plot(ev["step"], ev["eval_loss"], "o--", color=model_colour("sft"), label="validation loss")
     axes[0].set(title="SFT", xlabel="step", ylabel="loss")
     axes[0].legend()
     rw = grpo.dropna(subset=["reward"]) if "reward" in grpo else grpo.iloc[0:0]
-    axes[1].plot(rw["step"], rw["reward"], "o-", label="mean reward")
+    axes[1].plot(rw["step"], rw["reward"], "o-", color=model_colour("grpo"), label="mean reward")
     if "reward_std" in rw:
         axes[1].fill_between(
             rw["step"],
             rw["reward"] - rw["reward_std"],
             rw["reward"] + rw["reward_std"],
+            color=model_colour("grpo"),
             alpha=0.2,
             label="± spread within groups",
         )
     axes[1].set(title="GRPO", xlabel="step", ylabel="reward (Scorer)")
     axes[1].legend()
-    rows = [
-        {"model": m, "metric": k, "value": summary[m][k]}
-        for m in ("base", "sft", "grpo")
-        if m in summary
-        for k in ("final_answer_rate", "fact_recall")
-    ]
-    sns.barplot(pd.DataFrame(rows), x="metric", y="value", hue="model", ax=axes[2])
+    metrics = ("final_answer_rate", "fact_recall")
+    for i, stage in enumerate(STAGES):  # a model the summary lacks still has its slot, marked n/a
+        values = [summary.get(stage, {}).get(k) for k in metrics]
+        x = [j + (i - 1) * 0.27 for j in range(len(metrics))]
+        bars(axes[2], x, values, colours=[model_colour(stage)] * len(metrics), width=0.27)
+    axes[2].set_xticks(range(len(metrics)), [m.replace("_", " ") for m in metrics])
+    legend(axes[2], model_palette(STAGES))
     axes[2].set(title="Held-out tasks", ylabel="", xlabel="", ylim=(0, 1))
-    held_out = {summary[m].get("n") for m in ("base", "sft", "grpo") if m in summary}
+    held_out = {summary[m].get("n") for m in STAGES if m in summary} - {None}
     footnote(
         fig,
         f"n: SFT {int(loss['step'].max()) if len(loss) else 0} steps; GRPO {len(rw)} steps "
@@ -102,29 +104,32 @@ def plot_before_after(ax, reports: dict[int, dict]) -> None:
     seeds = sorted(reports)
     for i, seed in enumerate(seeds):
         r = reports[seed]
-        ax.plot([i - 0.15, i + 0.15], [r["before"], r["after"]], "o-", color="#4c72b0", alpha=0.6)
+        # before is the SFT model GRPO starts from, after is GRPO's: each dot in its model's colour
+        ax.plot([i - 0.15, i + 0.15], [r["before"], r["after"]], "-", color="#888", alpha=0.6)
+        ax.scatter([i - 0.15], [r["before"]], color=model_colour("sft"), zorder=3, label="before (SFT)" * (i == 0))
+        ax.scatter([i + 0.15], [r["after"]], color=model_colour("grpo"), zorder=3, label="after (GRPO)" * (i == 0))
         low, high = r["ci95"]
-        ax.errorbar(i + 0.3, r["diff"], yerr=[[r["diff"] - low], [high - r["diff"]]], fmt="s", color="#dd8452",
-                    capsize=5)  # fmt: skip
+        ax.errorbar(i + 0.3, r["diff"], yerr=[[r["diff"] - low], [high - r["diff"]]], fmt="s", color="black",
+                    capsize=5, label="diff (95% CI)" * (i == 0))  # fmt: skip
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xticks(range(len(seeds)), [f"seed {s}" for s in seeds])
     n = {(r["tasks"], r["samples_per_task"]) for r in reports.values()}
-    ax.set(title="GRPO on its tasks: before -> after (dots), diff with 95% CI (squares)", ylabel="reward")
-    ax.title.set_fontsize(9)
+    ax.set(title="GRPO on its tasks: before -> after", ylabel="reward")
+    ax.legend(fontsize=9)
     ax.set_xlabel(", ".join(f"{t} tasks x {k} samples" for t, k in sorted(n)))
 
 
 def plot_learning(runs: dict[int, dict]):
     """Each seed's SFT loss and GRPO reward with the spread over seeds, and held-out recall with intervals."""
-    import matplotlib.pyplot as plt
-
     measured = {seed: run["before_after"] for seed, run in runs.items() if run.get("before_after")}
-    fig, axes = plt.subplots(1, 4 if measured else 3, figsize=(20 if measured else 15, 3.8))
+    fig, axes = panels(4 if measured else 3)  # 2 x 2: four panels in a row were unreadable inline
     for col, (stage, metric, title) in enumerate((("sft", "loss", "SFT loss"), ("grpo", "reward", "GRPO reward"))):
         curves = []
         for seed, run in runs.items():
             data = run[stage].dropna(subset=[metric]) if metric in run[stage] else run[stage].iloc[0:0]
-            axes[col].plot(data["step"], data[metric], alpha=0.5, label=f"seed {seed}")
+            style = ("-", "--", ":", "-.")[len(curves) % 4]  # seeds by line style: colour is the model's
+            axes[col].plot(data["step"], data[metric], style, color=model_colour(stage), alpha=0.6,
+                           label=f"seed {seed}")  # fmt: skip
             curves.append(data.set_index("step")[metric])
         if curves:
             both = pd.concat(curves, axis=1)
@@ -132,14 +137,17 @@ def plot_learning(runs: dict[int, dict]):
             axes[col].fill_between(both.index, both.min(axis=1), both.max(axis=1), color="k", alpha=0.1,
                                    label="spread over seeds")  # fmt: skip
         axes[col].set(title=title, xlabel="step", ylabel=metric)
-        axes[col].legend(fontsize=8)
+        axes[col].legend(fontsize=9)
     table = learning_table(runs)
     recall = table[table["metric"] == "fact_recall"]
-    axes[2].bar(recall["model"], recall["mean"], yerr=recall["ci95"], capsize=6, color=["#999", "#4c72b0", "#dd8452"])
+    ci = recall["ci95"].fillna(0)
+    bars(axes[2], range(len(recall)), recall["mean"], colours=[model_colour(m) for m in recall["model"]],
+         errors=(ci, ci))  # fmt: skip
+    axes[2].set_xticks(range(len(recall)), recall["model"])
     for i, (_, row) in enumerate(recall.iterrows()):
         seeds = [row[c] for c in row.index if c.startswith("seed ")]
         axes[2].scatter([i] * len(seeds), seeds, color="k", s=12, zorder=3)
-    axes[2].set(title="Held-out fact recall (95% CI over seeds)", ylim=(0, 1), ylabel="fact recall")
+    axes[2].set(title="Held-out fact recall\n(95% CI over seeds)", ylim=(0, 1), ylabel="fact recall")
     if measured:
         plot_before_after(axes[3], measured)
     held_out = sorted({r["summary"]["sft"].get("n") for r in runs.values()} - {None})
