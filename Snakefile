@@ -20,6 +20,7 @@ config.update(fill_defaults(config, "the workflow's config (--configfile and --c
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/config.smk"
 include: "workflow/rules/tasks.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/sft.smk"

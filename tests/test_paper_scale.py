@@ -5,21 +5,24 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from builders import TERMINUS, cli_args, synthetic_corpus
 from terminus.collect.runner import run_episode
-from terminus.config import load_config
+from terminus.config import load_config, load_yaml
 from terminus.judge.facts import check, observations_of
 from terminus.models import make_policy
 from terminus.sandbox.spec import SandboxSpec
 from terminus.tasks.record import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +51,7 @@ def test_collect_runs_in_the_configs_sandbox_and_records_it(corpus, tmp_path):
     assert all("/workspace\n" not in r["messages"][0]["content"] for r in records)
 
 
-def test_the_collect_rule_passes_the_config_and_paths_only():
+def test_the_collect_rule_passes_the_config_and_paths_only(tmp_path):
     done = subprocess.run(
         [
             sys.executable,
@@ -76,9 +79,27 @@ def test_the_collect_rule_passes_the_config_and_paths_only():
     # and its teacher, splits, turns and concurrency (the rule passes the config and paths only, no copy of a value)
     assert "--config results/paper/config.yaml --quiet" in command
     assert not {"--concurrency", "--max-turns", "--policy", "--model", "--splits"} & set(command.split())
-    merged, paper = load_config(ROOT / "results/paper/config.yaml"), load_config(ROOT / "configs/paper.yaml")
-    assert merged["_hash"] == paper["_hash"] and merged["sandbox_image"] == paper["sandbox_image"]
-    assert merged["collect"]["concurrency"] == 32
+    # The file itself: a dry run writes nothing (issue 44), while any other reading of the workflow writes it; under
+    # a run name of its own, so that no real run folder is touched.
+    run = f"probe-{os.getpid()}"
+    written = ROOT / "results" / run / "config.yaml"
+    args = ["--list-rules", "--configfile", "configs/paper.yaml", "--config", f"run={run}"]
+    try:
+        made = subprocess.run(
+            [*SNAKEMAKE, *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert made.returncode == 0, (made.stdout + made.stderr)[-2000:]
+        merged = load_config(written)
+    finally:
+        shutil.rmtree(written.parent, ignore_errors=True)
+    paper = load_yaml(ROOT / "configs/paper.yaml") | {"run": run}
+    (expected := tmp_path / "paper.yaml").write_text(yaml.safe_dump(paper))
+    assert merged["_hash"] == load_config(expected)["_hash"]  # paper.yaml, defaults filled, nothing else
+    assert merged["sandbox_image"] == paper["sandbox_image"] and merged["collect"]["concurrency"] == 32
 
 
 @pytest.fixture(scope="module")

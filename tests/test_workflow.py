@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,30 @@ def test_paper_dry_run_on_slurm():
     assert done.returncode == 0, done.stderr[-3000:]
     for rule in ("sft", "grpo", "eval_cell", "eval_summary", "figure_case_study"):
         assert rule in done.stdout + done.stderr
+
+
+def test_a_dry_run_writes_nothing():
+    """`snakemake -n` wrote results/<run>/config.yaml when it read the workflow, after which `make lab RUN=...`
+    opened a run that never ran (issue 44). A dry run of a new run plans rule resolved_config in its place and leaves
+    no folder; a dry run with a changed config leaves the run's file as it was and says what a real run will do."""
+    run = f"dry-probe-{os.getpid()}"
+    folder = ROOT / "results" / run
+    try:
+        done = snakemake("-n", "--config", f"run={run}")
+        assert done.returncode == 0, done.stderr[-3000:]
+        text = done.stdout + done.stderr
+        assert "rule resolved_config:" in text and "rule tasks:" in text  # the plan, with the file's stand-in
+        assert not folder.exists()
+        read = snakemake("--list-rules", "--config", f"run={run}")  # any other reading of the workflow writes it
+        assert read.returncode == 0 and (folder / "config.yaml").is_file(), read.stderr[-3000:]
+        before = (folder / "config.yaml").read_bytes()
+        changed = snakemake("-n", "--config", f"run={run}", "seed=7")
+        assert changed.returncode == 0, changed.stderr[-3000:]
+        assert "a real run rewrites it" in changed.stderr and "rule resolved_config:" not in changed.stdout
+        assert (folder / "config.yaml").read_bytes() == before
+        assert sorted(p.name for p in folder.iterdir()) == ["config.yaml"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_paper_dry_run_has_one_eval_job_per_cell():
@@ -206,7 +231,8 @@ def test_the_readme_states_each_stages_slurm_runtime_as_the_rules_set_it():
                 assert value * jobs >= hours * 60, (rule, value, jobs, estimate)
                 assert (jobs == 4) == (rule in resubmitted), (rule, jobs)  # resubmissions() is 3 at paper scale
                 checked.add(rule)
-    assert set(runtime) - {"all"} <= checked, set(runtime) - checked  # every rule of the paper run has its row
+    # resolved_config: a dry run's stand-in for the config file a real run writes when it reads the workflow
+    assert set(runtime) - {"all", "resolved_config"} <= checked, set(runtime) - checked  # every rule has its row
 
 
 def shell_commands(*args: str) -> dict[str, str]:

@@ -1,6 +1,7 @@
 # Helpers shared by the rules: paths of the run, the config file in use, what the base model is. They read the
-# config Snakemake holds, never Snakemake's internals.
+# config Snakemake holds, and of its settings only whether this is a dry run, never Snakemake's internals.
 import json
+import sys
 from pathlib import Path
 
 import yaml
@@ -11,16 +12,41 @@ from terminus.io import write_text_atomic
 RUN = f"results/{config['run']}"
 
 
+def dry_run() -> bool:
+    """Whether this invocation only plans (`snakemake -n`, `--dry-run`). The command line's output settings carry the
+    flag when the workflow is read; `workflow.dryrun` asks the executor, which is chosen only afterwards (False here)."""
+    return bool(getattr(getattr(workflow, "output_settings", None), "dryrun", False))
+
+
+DRY_RUN = dry_run()
+
+
+def merged_config_text() -> str:
+    merged = yaml.safe_dump(json.loads(json.dumps(config)), sort_keys=False)
+    return f"# the workflow's config (--configfile and --config merged), as the stages read it\n{merged}"
+
+
 def merged_configfile() -> str:
     """The config file the CLI stages read: the workflow's config (the --configfile, the --config overrides such as
     `--config seed=1 run=learning-1`, the schema's defaults) written to results/<run>/config.yaml, rewritten only
-    when it changes, so that the stages see what the rules see. The CLI validates it the same way."""
-    path = Path(RUN) / "config.yaml"
-    merged = yaml.safe_dump(json.loads(json.dumps(config)), sort_keys=False)
-    text = f"# the workflow's config (--configfile and --config merged), as the stages read it\n{merged}"
-    if not path.is_file() or path.read_text() != text:
+    when it changes, so that the stages see what the rules see. The CLI validates it the same way. Written when the
+    workflow is read, before Snakemake plans, so that a changed config reruns `tasks` (the file's mtime) with any
+    --rerun-triggers; as a job's output it went stale (an existing file with no params record). A dry run writes
+    nothing (a run folder would appear for a run that never ran, and `make lab` would open it): for a new run, rule
+    resolved_config (config.smk) stands in for the file in the plan; for a changed config, a note says what the real
+    run will do. Returns the path."""
+    path, text = Path(RUN) / "config.yaml", merged_config_text()
+    if path.is_file() and path.read_text() == text:
+        return str(path)
+    if not DRY_RUN:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(path, text)
+    elif path.is_file():  # a changed config: the plan cannot show it without the file's new mtime
+        print(
+            f"note: {path} differs from this config: a real run rewrites it and reruns `tasks`, which reads it, and "
+            "the stages after it; this dry run writes nothing and lists neither",
+            file=sys.stderr,
+        )
     return str(path)
 
 
