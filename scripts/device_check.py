@@ -168,8 +168,9 @@ class Check:
         from trl.trainer.utils import add_fused_lm_head
 
         free()
-        model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=self.dtype, attn_implementation="sdpa")
-        model.to(self.device)
+        model = AutoModelForCausalLM.from_pretrained(
+            self.model_dir, dtype=self.dtype, attn_implementation="sdpa", device_map=self.device
+        )  # straight onto the GPU: 8 GB through the CPU's memory first would cost seconds each phase
         add_fused_lm_head(model, temperature=recipe.get("temperature", 1.0))
         if recipe.get("gradient_checkpointing"):
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
