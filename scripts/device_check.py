@@ -24,8 +24,8 @@ left is below its estimate (ESTIMATE_S), each failure recorded as its error whil
 vLLM made unimportable and TRL/datasets taken from .device-wheels/ when it holds them (else from the environment),
 and writes the same JSON. Random weights make the figures those of the machinery, not of learning.
 
-    make device-wheels                                    # here, once: ~6 MB of wheels
-    python scripts/device_check.py --tiny --out /tmp/dc   # CPU rehearsal, ~4 minutes on 2 cores
+    make device-wheels                                    # here, once: ~8 MB of wheels
+    python scripts/device_check.py --tiny --out /tmp/dc   # CPU rehearsal, 20-45 s on 2 shared cores
     python3 scripts/device_check.py --out $OUT            # on the lent machine (docs/paper-run.md): < 7 minutes
 """
 
@@ -54,7 +54,7 @@ log = logging.getLogger("device_check")
 WHEELS = ROOT / ".device-wheels"
 GRPO_RECIPE = ROOT / "configs" / "grpo" / "qwen3-4b.yaml"
 SFT_RECIPE = ROOT / "configs" / "sft" / "qwen3-4b.yaml"
-LENGTHS = (8192, 16384, 33536)  # tokens of a rollout (prompt and episode); 33.5k: 32k completion + the ~1.5k prompt
+LENGTHS = (8192, 16384, 33536)  # tokens of a rollout (prompt and episode); 33.5k: the recipe's 32k completion + 768
 TINY = 32  # --tiny divides every length by this
 PROMPT = 700  # tokens of a first prompt
 # Seconds each phase is expected to take, model loading included. Device: estimates from the step sizes (not yet
@@ -87,7 +87,12 @@ def unmet_requirements(folder: Path) -> list[str]:
     unmet = []
     for wheel in sorted(folder.glob("*.whl")):
         dist = wheel.name.split("-")[0]
-        for line in importlib.metadata.requires(dist) or []:
+        try:
+            lines = importlib.metadata.requires(dist) or []
+        except importlib.metadata.PackageNotFoundError:
+            unmet.append(f"{wheel.name} did not install")
+            continue
+        for line in lines:
             req = Requirement(line)
             if req.marker and not req.marker.evaluate({"extra": ""}):
                 continue
