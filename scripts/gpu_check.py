@@ -154,12 +154,26 @@ def sequential_tokens_per_s(model_dir: str, tasks: Path, episodes: int, max_new_
     }
 
 
-def run_steps(steps: list[tuple[str, Callable[[dict], dict]]], result: dict, out: Path) -> dict:
+def run_steps(
+    steps: list[tuple[str, Callable[[dict], dict]]],
+    result: dict,
+    out: Path,
+    deadline: float | None = None,
+    estimates: dict[str, float] | None = None,
+) -> dict:
     """Each step's figures under its name, the whole written to `out` (atomically) after every step; a step that
-    raises is recorded as its error, and the next one runs."""
+    raises is recorded as its error, and the next one runs. With a `deadline` (a `time.perf_counter()` value), a
+    step whose estimated seconds exceed what is left is recorded as skipped, with the reason, and not started: a
+    lent machine's time is fixed, and a step cut off midway would leave nothing."""
     write_json_atomic(out, result)
     for name, step in steps:
         start = time.perf_counter()
+        needs = (estimates or {}).get(name, 0.0)
+        if deadline is not None and deadline - start < needs:
+            left = max(0.0, deadline - start)
+            result[name] = {"skipped": f"needs ~{needs:.0f} s, {left:.0f} s of the budget left", "estimate_s": needs}
+            write_json_atomic(out, result)
+            continue
         try:
             result[name] = step(result)
         except Exception as err:  # any failure of a step is a finding to record, and the next step may still run

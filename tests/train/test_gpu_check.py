@@ -59,6 +59,18 @@ def test_the_json_is_written_after_every_step_and_a_failed_step_keeps_the_others
     assert all("step_wall_s" in result[name] for name in "abc")
 
 
+def test_a_step_whose_estimate_exceeds_the_budget_left_is_skipped_with_the_reason(tmp_path):
+    import time
+
+    out = tmp_path / "device_check.json"
+    steps = [("quick", lambda result: {"ran": True}), ("long", lambda result: {"ran": True})]
+    deadline = time.perf_counter() + 60
+    result = gpu_check_module().run_steps(steps, {}, out, deadline=deadline, estimates={"quick": 1, "long": 600})
+    assert result["quick"]["ran"] and "ran" not in result["long"]
+    assert result["long"]["skipped"].startswith("needs ~600 s,") and result["long"]["estimate_s"] == 600
+    assert json.loads(out.read_text()) == result
+
+
 def test_the_served_cells_memory_fraction_fits_beside_what_is_held():
 
     from terminus.models.serve import ServeError, memory_fraction
