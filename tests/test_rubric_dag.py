@@ -73,8 +73,8 @@ def test_paper_rubric_edit_reruns_what_the_readme_says(tmp_path):
     expected = {
         cell_name(*cell)
         for cell in cells(cfg["eval"])
-        if cell[2] == "execution" or (cell[1].get("model") or "").replace("{run}", cfg["run"]).startswith(run)
+        if cell[3] == "execution" or (cell[1].get("model") or "").replace("{run}", cfg["run"]).startswith(run)
     }
     assert planned_cells == expected
     untouched = len(cells(cfg["eval"])) - len(planned_cells)
-    assert f"{untouched} repair and SWE cells" in sentence
+    assert f"{untouched} repair, SWE and terminal cells" in sentence

@@ -110,6 +110,8 @@ def mcp_command(
     """
     if policy not in POLICIES:
         raise TerminusError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    if policy != "scripted" and not model:  # before anything is found or printed: one line, the error
+        raise TerminusError(f"policy {policy!r} needs --model (a hub id, a model folder or a served model name)")
     if print_config is not None:
         flags = {"--repo": repo and str(repo.expanduser().resolve()), "--policy": policy, "--model": model,
                  "--base-url": base_url, "--api-key-env": api_key_env, "--sandbox": sandbox, "--image": image,

@@ -21,7 +21,9 @@ from terminus.io import write_text_atomic
 from terminus.runspec import RunSpec
 from terminus.sandbox import SandboxSpec, default_backend
 from terminus.sandbox.copying import COPY_CAP_FLAG, DEFAULT_MAX_COPY_MB, MB
+from terminus.sandbox.docker import default_image
 from terminus.sandbox.projectenv import checked_binds, project_env, unseen_host_paths
+from terminus.sandbox.spec import Backend
 from terminus.settings import Collect, field_default
 
 # The defaults of flags of commands that may run without a config, read from the typed config (their one home).
@@ -218,6 +220,8 @@ def project_spec(spec: SandboxSpec, repo: Path, binds: list[str] | None, copy: s
     """`spec` with the user's `--bind`s (checked against the repository: `projectenv.checked_binds`) and the
     project's own environment (`projectenv.project_env`), each folder found told on stderr as `who: note`."""
     backend = spec.backend or default_backend()
+    if backend in (Backend.DOCKER, Backend.APPTAINER) and not spec.image:
+        default_image(str(backend))  # a sandbox that cannot start is the one error, before any note
     given = checked_binds(binds, repo)
     if given and not backend.takes_binds:
         raise TerminusError(f"--bind: the {backend} sandbox takes no binds; use --sandbox bwrap or docker")

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from terminus.cli import app, dataset_app
+from terminus.collect.dataset import export
 from terminus.errors import TerminusError
 from terminus.view import write_site
 
@@ -40,8 +41,6 @@ def dataset_export(
     """Write the run's teacher trajectories (split by repository: train, validation, test) and eval episodes (eval)
     as a `datasets` folder with a dataset card (fields, licence, provenance); load it with
     `datasets.load_from_disk(OUT)`."""
-    from terminus.collect.dataset import export
-
     if not run.is_dir():
         raise TerminusError(f"--run {run} is not a folder")
     counts = export(run, out)

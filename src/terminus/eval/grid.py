@@ -172,9 +172,10 @@ def check_models(eval_cfg: Eval, names: list[str] | None = None) -> Eval:
     models as absolute paths (a new one; the loaded config is not changed)."""
 
     wanted = {find_cell(filled(eval_cfg), n)[1]["name"] for n in names} if names else None
+    wanted_contexts = {find_cell(filled(eval_cfg), n)[2] for n in names} if names else None
     contexts = {}
     for name, ctx in eval_cfg.contexts.items():  # a summarizer or pruner that is a local model is checked too
-        if ctx.model and ctx.model.policy in LOCAL_POLICIES:
+        if ctx.model and ctx.model.policy in LOCAL_POLICIES and (wanted_contexts is None or name in wanted_contexts):
             model = resolve_model(ctx.model.model)
             if not Path(model).exists() and (Path(model).is_absolute() or model.startswith((".", "results/"))):
                 raise CellError(f"eval.contexts {name}: model folder {resolve(model)} does not exist")
