@@ -8,15 +8,8 @@ usable however well it reads."""
 
 from __future__ import annotations
 
-from terminus.judge.form import unusable
-from terminus.judge.runs import names
+from terminus.judge.form import usable_answer
 from terminus.mainagent.parse import passed
-
-
-def usable_answer(final_answer: list[dict] | None, commands: list[str]) -> bool:
-    if not final_answer or not commands or unusable(final_answer) is not None:
-        return False
-    return all(any(names(e.get("command") or "", ran) for ran in commands) for e in final_answer)
 
 
 def usable_rate(episodes: list[dict]) -> float | None:

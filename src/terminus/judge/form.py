@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from terminus.judge.runs import Run
+from terminus.judge.runs import Run, names
 
 # -- answers no one can use ----------------------------------------------------------------------------------------
 _MARKUP = re.compile(
@@ -28,6 +28,15 @@ def unusable(final_answer: list[dict] | None) -> str | None:
         if not (entry.get("summary") or "").strip():
             return "empty Summary:"
     return None
+
+
+def usable_answer(final_answer: list[dict] | None, commands: list[str]) -> bool:
+    """An answer a main agent can use: parsed, at least one command ran, every `Command:` it names is one that ran
+    (matched by what it runs: `runs.names`), and nothing `unusable` in it. An answer that ran nothing, or reports a
+    command it never ran, is not usable however well it reads (issue 45: the rate beside every final-answer rate)."""
+    if not final_answer or not commands or unusable(final_answer) is not None:
+        return False
+    return all(any(names(e.get("command") or "", ran) for ran in commands) for e in final_answer)
 
 
 # -- text that states nothing checkable ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.collect.runner import run_episode, run_jobs, start_failed
 from terminus.io import read_jsonl, write_json_atomic
 from terminus.judge.facts import check, observations_of
+from terminus.judge.form import usable_answer
 from terminus.models import shared_policy
 from terminus.models.local import warm_imports
 from terminus.sandbox.spec import SandboxSpec
@@ -73,18 +74,20 @@ def held_out(
         }
         stale = out.is_file() and bool(prov.differs(out, inputs))
         records = run_jobs(jobs, out, concurrency, True, f"held-out ({name})", provenance=inputs, force=stale)
-    answered, recalls = [], []
+    answered, usable, recalls = [], [], []
     infra = [r for r in records if start_failed(r)]  # no outcome of the model: out of its rates, and counted
     for r in records:
         if start_failed(r):
             continue
         task = tasks[r["task_id"]]
         answered.append(float(r["termination"] == "final_answer"))
+        usable.append(float(usable_answer(r["final_answer"], [t["command"] for t in r["turns"]])))
         recalls.append(check(r["final_answer"], task.facts, task.task_type, observations_of(r["messages"])).recall)
     if not answered:
         raise TrainingInputError(f"no held-out episode of {name} started: {infra[0].get('error')}")
     return {
         "final_answer_rate": round(statistics.fmean(answered), 4),
+        "usable_answer_rate": round(statistics.fmean(usable), 4),  # parsed, ran its commands, no markup
         "fact_recall": round(statistics.fmean(recalls), 4),
         "n": len(answered),
     } | ({"infra_failed": len(infra)} if infra else {})
