@@ -99,3 +99,31 @@ def test_decision_copies_add_cut_copies_of_every_training_conversation(sft_data,
     assert "decision_copies" not in json.loads((plain / "counts.json").read_text())  # absent unless asked
     bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "e"), "--decision-copies", "-1"])
     assert bad.exit_code != 0 and not (tmp_path / "e").exists()
+
+
+def test_the_copyable_facts_are_those_the_observations_print():
+    from terminus.train.probe import copyable_facts
+
+    answer = "2 failed: tests/test_a.py::test_b at src/app.py:41, and test_c; 0 skipped; 7 warnings"
+    printed = "FAILED tests/test_a.py::test_b\nsrc/app.py:41: AssertionError\n2 failed, 5 passed"
+    facts = [answer[a:b] for a, b in copyable_facts(answer, printed)]
+    assert facts == ["2", "tests/test_a.py::test_b", "src/app.py:41"]  # test_c and 7 were never printed; 0 is noise
+
+
+def test_the_copy_diagnostic_scores_the_same_answer_tokens_with_real_and_swapped_observations(sft_data, tiny_model):
+    from terminus.train.probe import _answer_positions, _swapped_positions, copy_diagnostic
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    rows = [r for r in load_from_disk(str(sft_data[1]))["train"] if "<final_answer>" in r["messages"][-1]["content"]]
+    found = next(f for r in rows if (f := _answer_positions(tokenizer, r["messages"], r["tools"])) is not None)
+    row = next(r for r in rows if _answer_positions(tokenizer, r["messages"], r["tools"]) == found)
+    ids, positions = found
+    spelled = tokenizer.decode([ids[i] for i in positions])
+    assert any(ch.isdigit() for ch in spelled)  # fact tokens, from the answer
+    other = [dict(m) | ({"content": "nothing here"} if m["role"] == "tool" else {}) for m in row["messages"]]
+    swapped_ids, swapped_positions = _swapped_positions(tokenizer, other, row["tools"], found)
+    assert [swapped_ids[i] for i in swapped_positions] == [ids[i] for i in positions] and swapped_ids != ids
+    model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
+    result = copy_diagnostic(model, tokenizer, rows, limit=4)
+    assert result["fact_tokens"] > 0 and 0.0 <= result["fact_token_acc_real"] <= 1.0
+    assert result["fact_token_acc_swapped"] is not None

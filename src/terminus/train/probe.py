@@ -11,6 +11,9 @@ For each split of the dataset (train: conversations the model was trained on; va
 - `observation_gain`: `nll_swapped - nll_true`, in nats per token: what reading the listing is worth to the model.
   A model that reads it pays for a listing that points elsewhere; one that emits a memorised command does not.
 
+And the copy diagnostic (issue 45's L0, `copy_diagnostic`): teacher-forced accuracy on the final answer's fact tokens
+that the observations print, with the real observations and with another conversation's swapped in.
+
 `benchmarks/learning_probe.py` runs it on model folders and writes `results/benchmarks/learning_probe.json`.
 """
 
@@ -142,6 +145,99 @@ def probe_split(model, tokenizer, rows: list[dict], limit: int = 40, max_new_tok
     return result
 
 
+# -- L0, the copy diagnostic (issue 45): does the answer's fact come from the observation? -----------------------
+_FACT = re.compile(r"[\w./-]+\.\w+:\d+|\b[\w./-]+::[\w\[\]-]+|\btest_\w+|(?<![\w.])\d+(?![\w.])")
+
+
+def copyable_facts(answer: str, observations: str) -> list[tuple[int, int]]:
+    """(start, end) in `answer` of each fact (a `path:line`, a test id, a number) that the observations also print:
+    the facts an answer can only state by copying them from what its commands printed."""
+    spans = []
+    for m in _FACT.finditer(answer):
+        if m.group(0) in observations and not (m.group(0).isdigit() and len(m.group(0)) == 1 and m.group(0) in "01"):
+            spans.append(m.span())  # 0 and 1 are everywhere: no evidence of copying
+    return spans
+
+
+def _answer_positions(tokenizer, messages: list[dict], tools) -> tuple[list[int], list[int]] | None:
+    """The conversation's token ids and the positions of its final answer's copyable fact tokens; None without."""
+    answer = messages[-1].get("content") or ""
+    observations = "\n".join(m.get("content") or "" for m in messages if m.get("role") == "tool")
+    spans = copyable_facts(answer, observations)
+    if not spans:
+        return None
+    prompt = tokenizer.apply_chat_template(
+        messages[:-1], tools=tools, add_generation_prompt=True, tokenize=False, **CHAT_KWARGS
+    )
+    full = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+    base = full.find(answer, len(prompt))
+    if not full.startswith(prompt) or base < 0:
+        return None
+    enc = tokenizer(full, return_offsets_mapping=True)
+    want = [(base + a, base + b) for a, b in spans]
+    positions = [i for i, (s, _) in enumerate(enc["offset_mapping"]) if i > 0 and any(a <= s < b for a, b in want)]
+    return (enc["input_ids"], positions) if positions else None
+
+
+def _accuracy(model, ids: list[int], positions: list[int]) -> list[float]:
+    import torch
+
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids])).logits[0]
+    return [float(int(logits[i - 1].argmax()) == ids[i]) for i in positions]
+
+
+def copy_diagnostic(model, tokenizer, rows: list[dict], limit: int = 40) -> dict:
+    """Teacher-forced accuracy on the final answer's copyable fact tokens, with the conversation's real observations
+    (`fact_token_acc_real`) and with another conversation's observations in their place (`fact_token_acc_swapped`).
+    A model that copies from its observations loses accuracy when they are swapped; one that states memorised or
+    guessed values does not. Conversations are those ending in a `<final_answer>` with a copyable fact."""
+    usable = []
+    for row in rows:
+        messages, tools = row["messages"], row.get("tools")
+        if (
+            messages
+            and messages[-1].get("role") == "assistant"
+            and "<final_answer>" in (messages[-1].get("content") or "")
+        ):
+            usable.append((messages, tools))
+    real, swapped = [], []
+    for i, (messages, tools) in enumerate(usable[:limit]):
+        found = _answer_positions(tokenizer, messages, tools)
+        if found is None:
+            continue
+        real += _accuracy(model, *found)
+        partner = usable[(i + 1) % len(usable)][0]
+        outputs = [m.get("content") or "" for m in partner if m.get("role") == "tool"] or [""]
+        k, other = 0, []
+        for m in messages:
+            if m.get("role") == "tool":
+                m = dict(m) | {"content": outputs[k % len(outputs)]}
+                k += 1
+            other.append(m)
+        swapped_found = _swapped_positions(tokenizer, other, tools, found)
+        if swapped_found is not None:
+            swapped += _accuracy(model, *swapped_found)
+
+    def mean(values) -> float | None:
+        return round(statistics.fmean(values), 4) if values else None
+
+    return {"fact_tokens": len(real), "fact_token_acc_real": mean(real), "fact_token_acc_swapped": mean(swapped)}
+
+
+def _swapped_positions(tokenizer, messages, tools, found) -> tuple[list[int], list[int]] | None:
+    """The swapped conversation's ids and the positions of the same answer tokens (the answer is unchanged, so its
+    tokens are the real conversation's last ones)."""
+    ids_real, positions_real = found
+    prompt = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+    ids = tokenizer(prompt)["input_ids"]
+    shift = len(ids) - len(ids_real)
+    positions = [p + shift for p in positions_real]
+    if not positions or min(positions) < 1 or any(ids[p] != ids_real[p - shift] for p in positions):
+        return None
+    return ids, positions
+
+
 def probe(model_path: Path | str, data: Path | str, limit: int = 40, splits=("train", "validation")) -> dict:
     """The probe's figures for one model folder on an SFT dataset folder (`datasets.load_from_disk`)."""
     from datasets import load_from_disk
@@ -154,5 +250,6 @@ def probe(model_path: Path | str, data: Path | str, limit: int = 40, splits=("tr
     out = {"parameters": sum(p.numel() for p in model.parameters())}
     for split in splits:
         if split in dataset:
-            out[split] = probe_split(model, tokenizer, list(dataset[split]), limit)
+            rows = list(dataset[split])
+            out[split] = probe_split(model, tokenizer, rows, limit) | copy_diagnostic(model, tokenizer, rows, limit)
     return out
