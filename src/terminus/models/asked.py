@@ -14,6 +14,10 @@ naming a failing command; a build naming a target; a dependency check).
 'server'
 >>> read_query("Run `node --check on the sources` and summarise.").command is None
 True
+>>> read_query("Why does TestVersion6 fail? And test_parse_empty?").names
+['TestVersion6', 'test_parse_empty']
+>>> read_query("Run tests/test_fields.py with PYTHONPATH=src and report.").env
+{'PYTHONPATH': 'src'}
 """
 
 from __future__ import annotations
@@ -39,6 +43,11 @@ TEST_FILE = re.compile(
 KEYWORD = re.compile(r"-k\s+(?:'([^']+)'|\"([^\"]+)\"|(\S+))")
 TARGET = re.compile(r"(?:--target\s+|\btarget\s+`?|`([\w.+-]+)`\s+target\b)([\w.+-]*)`?", re.I)
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# A test named by its function, not its file: Go's `TestX` (and `TestX/sub`), `test_x` in Python and Rust. A name
+# inside a file id (`tests/a.py::test_x`, `test_x.py`) is the file's, not another name.
+TEST_NAME = re.compile(r"(?<![\w/.:-])(Test[A-Z0-9_]\w*(?:/[\w-]+)?|test_\w+)(?![\w.])")
+# `with PYTHONPATH=src` in prose: a variable the query wants set for the run.
+PROSE_ENV = re.compile(r"(?<![\w`=])([A-Z][A-Z0-9_]*)=([^\s`'\",;]+)")
 
 
 @dataclass
@@ -49,6 +58,8 @@ class Asked:
     """Variables the named command sets before its program (`PYTHONPATH=src pytest ...`)."""
     tests: list[str] = field(default_factory=list)
     """Test files or ids the query names (pytest node ids, `*.test.js`, `*_test.go`)."""
+    names: list[str] = field(default_factory=list)
+    """Test functions the query names without a file (`TestVersion6`, `test_parse`): run only them."""
     keyword: str | None = None
     """A `-k` expression."""
     target: str | None = None
@@ -56,7 +67,7 @@ class Asked:
 
     @property
     def names_anything(self) -> bool:
-        return bool(self.command or self.tests or self.keyword or self.target)
+        return bool(self.command or self.tests or self.names or self.keyword or self.target)
 
 
 def named_command(span: str) -> tuple[str, dict[str, str]] | None:
@@ -84,6 +95,8 @@ def read_query(query: str) -> Asked:
             break
     if asked.command is None:
         asked.tests = list(dict.fromkeys(m.group(1) for m in TEST_FILE.finditer(query)))
+        asked.names = list(dict.fromkeys(m.group(1) for m in TEST_NAME.finditer(query)))
+        asked.env = dict(PROSE_ENV.findall(query))
         keyword = KEYWORD.search(query)
         if keyword:
             asked.keyword = next(g for g in keyword.groups() if g)

@@ -1,0 +1,71 @@
+"""Facts from a Node project's own test script (`npm test`): whatever runner `package.json` starts (tape and
+node:test print TAP, uvu, jest, vitest, mocha), read by the counts, failing tests, expected/actual values and first
+location each prints. `toolchains.RUNNERS` sends `npm/yarn/pnpm test` output here."""
+
+from __future__ import annotations
+
+import re
+
+_TAP_NOT_OK = re.compile(r"^\s*not ok \d+ - (.+?)(?: # .*)?$", re.M)
+_JEST_FAIL = re.compile(r"^\s*● (.+? › .+|[^\n]+?)$", re.M)
+_MOCHA_FAIL = re.compile(r"^\s+\d+\) (.+?):?$", re.M)
+_SPEC_FAIL = re.compile(r"^\s*[✖✘×] (.+)$", re.M)  # tap-spec, mocha's spec reporter
+_UVU_FAIL = re.compile(r'^\s*FAIL\s+(?:[\w./-]+\s+)?"(.+?)"$', re.M)
+_LOCATION = re.compile(r"\(?((?![\w/.-]*node_modules)[\w./-]+\.[cm]?[jt]s):(\d+):\d+\)?")
+
+
+def _counts(text: str) -> str | None:
+    """The runner's own totals, in its words."""
+    tap_pass, tap_fail = re.search(r"^# pass\s+(\d+)", text, re.M), re.search(r"^# fail\s+(\d+)", text, re.M)
+    if tap_pass or tap_fail:
+        return f"{tap_pass.group(1) if tap_pass else 0} passed, {tap_fail.group(1) if tap_fail else 0} failed"
+    tap_spec = re.search(r"^\s*passing:\s+(\d+)\n\s*failing:\s+(\d+)", text, re.M)  # tap-spec's totals
+    if tap_spec:
+        return f"{tap_spec.group(1)} passed, {tap_spec.group(2)} failed"
+    if jest := re.search(r"^Tests:\s+(.+? total)", text, re.M):
+        return jest.group(1)
+    if vitest := re.search(r"^\s*Tests\s+(.+?\(\d+\))", text, re.M):
+        return vitest.group(1)
+    passing, failing = re.search(r"^\s+(\d+) passing", text, re.M), re.search(r"^\s+(\d+) failing", text, re.M)
+    if passing or failing:
+        return f"{passing.group(1) if passing else 0} passed, {failing.group(1) if failing else 0} failed"
+    total, passed = re.search(r"^\s*Total:\s+(\d+)", text, re.M), re.search(r"^\s*Passed:\s+(\d+)", text, re.M)
+    if total and passed:
+        return f"{passed.group(1)} passed, {int(total.group(1)) - int(passed.group(1))} failed"
+    return None
+
+
+def _values(text: str) -> str | None:
+    """Expected against actual, as the runner prints them (TAP's YAML, jest's Expected/Received, uvu's ++/--)."""
+    for expected, actual in (
+        (r"^\s+expected: [|]-?\n\s+(.+)$", r"^\s+actual: [|]-?\n\s+(.+)$"),  # TAP's YAML block
+        (r"^\s+expected: (.+)$", r"^\s+actual: (.+)$"),
+        (r"^\s+Expected:? (.+)$", r"^\s+Received:? (.+)$"),
+        (r"^\s*\+\+(.+)$", r"^\s*--(.+)$"),
+    ):
+        want, got = re.search(expected, text, re.M), re.search(actual, text, re.M)
+        if want and got:
+            return f"expected {want.group(1).strip()[:80]}, actual {got.group(1).strip()[:80]}"
+    return None
+
+
+def js_test(command: str, text: str, code: int | None) -> list[str]:
+    facts = []
+    runner = command.split()[0] if command.split() else "npm"
+    counts = _counts(text)
+    facts.append(
+        f"{runner} test: {counts}" if counts else ("test script passed" if code == 0 else "test script failed")
+    )
+    names = (
+        _TAP_NOT_OK.findall(text) or _SPEC_FAIL.findall(text) or _UVU_FAIL.findall(text) or _JEST_FAIL.findall(text)
+    )
+    if not names and re.search(r"^\s+\d+ failing", text, re.M):
+        names = _MOCHA_FAIL.findall(text.split(" failing", 1)[1])
+    names = list(dict.fromkeys(n.strip() for n in names if not re.search(r"\.[cm]?[jt]s$", n.strip())))
+    if names:
+        facts.append("failing: " + ", ".join(names[:10]) + (f" (+{len(names) - 10} more)" if len(names) > 10 else ""))
+    if names and (values := _values(text)):
+        facts.append(values)
+    if names and (where := _LOCATION.search(text)):
+        facts.append(f"first failure at {where.group(1)}:{where.group(2)}")
+    return facts
