@@ -16,6 +16,8 @@ naming a failing command; a build naming a target; a dependency check).
 True
 >>> read_query("Why does TestVersion6 fail? And test_parse_empty?").names
 ['TestVersion6', 'test_parse_empty']
+>>> read_query("Why does fnv_hash_standalone fail?").names, read_query("why does it fail?").names
+(['fnv_hash_standalone'], [])
 >>> read_query("Run tests/test_fields.py with PYTHONPATH=src and report.").env
 {'PYTHONPATH': 'src'}
 """
@@ -46,6 +48,12 @@ ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # A test named by its function, not its file: Go's `TestX` (and `TestX/sub`), `test_x` in Python and Rust. A name
 # inside a file id (`tests/a.py::test_x`, `test_x.py`) is the file's, not another name.
 TEST_NAME = re.compile(r"(?<![\w/.:-])(Test[A-Z0-9_]\w*(?:/[\w-]+)?|test_\w+)(?![\w.])")
+# "why does fnv_hash_standalone fail": a name in a question about one test (snake_case, CamelCase or a path, so
+# that "why does it fail" names nothing).
+WHY_NAME = re.compile(
+    r"\b(?i:why (?:does|did|is) (?:the )?(?:test )?)`?((?:\w+::)*(?:[a-z]\w*_\w+|[A-Z][a-z0-9]+[A-Z]\w*))`?"
+    r"(?: test)? (?:fail|break|panic|error)"
+)
 # `with PYTHONPATH=src` in prose: a variable the query wants set for the run.
 PROSE_ENV = re.compile(r"(?<![\w`=])([A-Z][A-Z0-9_]*)=([^\s`'\",;]+)")
 
@@ -95,7 +103,8 @@ def read_query(query: str) -> Asked:
             break
     if asked.command is None:
         asked.tests = list(dict.fromkeys(m.group(1) for m in TEST_FILE.finditer(query)))
-        asked.names = list(dict.fromkeys(m.group(1) for m in TEST_NAME.finditer(query)))
+        named = [m.group(1) for m in TEST_NAME.finditer(query)] + WHY_NAME.findall(query)
+        asked.names = [n for n in dict.fromkeys(named) if not any(n in t for t in asked.tests)]
         asked.env = dict(PROSE_ENV.findall(query))
         keyword = KEYWORD.search(query)
         if keyword:

@@ -113,11 +113,10 @@ CARGO_KEEP = (
     r"^\s+(left|right):' "
     '"$LOG"'
 )
-# go -v prints a failing test's last log line (its t.Fatalf) just before "--- FAIL", and a skip's reason just after
-# "--- SKIP"
+# go -v prints a failing (or skipped) test's last log line, its t.Fatalf or t.Skip reason, just before "--- FAIL"
 GO_KEEP = (
-    "awk 'skip {print; skip = 0} /^--- FAIL/ {print prev} /^\\s*--- SKIP/ {skip = 1} "
-    '/^(--- (PASS|FAIL)|\\s*--- SKIP|ok |FAIL)/ {print} {prev = $0}\' "$LOG"'
+    "awk '/^[[:space:]]*--- (FAIL|SKIP)/ {print prev} "
+    '/^(--- (PASS|FAIL)|[[:space:]]*--- SKIP|ok |FAIL)/ {print} {prev = $0}\' "$LOG"'
 )
 # Any JavaScript runner a package.json script starts (tape, uvu, jest, vitest, mocha, node:test): its counts, failing
 # tests, expected/actual values, locations, and a missing program or module.

@@ -266,20 +266,20 @@ def cargo(command: str, text: str, code: int | None) -> list[str]:
         facts.append(f"first panic at {panic.group(1)}:{panic.group(2)}: {panic.group(3).strip()[:160]}")
         left, right = _first(r"^\s+left: (.+)$", text), _first(r"^\s+right: (.+)$", text)
         if left and right:
-            facts.append(
-                f"left (actual): {left.group(1).strip()[:80]}, right (expected): {right.group(1).strip()[:80]}"
-            )
+            facts.append(f"left: {left.group(1).strip()[:80]}, right: {right.group(1).strip()[:80]}")
     # dependency resolution and other errors without a source location (offline and lockfile problems)
     other = _first(r"^error: ((?:failed to|no matching package|failed to select|could not|the lock file).+)$", text)
     if other and not err:
         offline = " (offline mode)" if "offline" in text else ""
         facts.append(f"dependency resolution failed{offline}: {other.group(1).strip()[:200]}")
-        if required := _first(r"required by package `([^`]+)`", text):
+        if required := _first(r"required by package `([^`(]+?)(?: \([^`]*\))?`", text):
             facts[-1] += f"; required by {required.group(1)}"
+        if cause := _first(r"^Caused by:\n\s+(.+)$", text):
+            facts[-1] += f"; caused by: {cause.group(1).strip()[:160]}"
     if not facts:
         facts.append("build succeeded" if code == 0 else "failed")
     warnings = re.findall(r"^warning: (?!.*generated \d+ warnings?)(.+)\n\s*--> ([^\s:]+):(\d+):\d+", text, re.M)
-    if "build" in command:
+    if "build" in command and not (other and not err):  # nothing compiled when resolution failed
         count = len(re.findall(r"^warning: (?!.*generated \d+ warnings?)", text, re.M))
         facts.append(f"{count} warning(s)" + _places([(path, line, message) for message, path, line in warnings]))
     return facts
@@ -299,10 +299,10 @@ def go(command: str, text: str, code: int | None) -> list[str]:
         if names:
             more = f" (+{len(names) - 10} more)" if len(names) > 10 else ""
             facts.append("failing tests: " + ", ".join(names[:10]) + more)
-    skips = re.findall(r"^\s*--- SKIP: (\S+) .*\n\s+([\w./-]+_test\.go:\d+): (.+)$", text, re.M)
-    if skips:
-        facts.append("skipped: " + "; ".join(f"{name} ({where}: {why[:80]})" for name, where, why in skips[:5]))
-    unskipped = re.sub(r"^\s*--- SKIP: .*\n\s+\S+_test\.go:\d+: .*$", "", text, flags=re.M)
+    skip = r"^\s+([\w./-]+_test\.go:\d+): (.+)\n\s*--- SKIP: (\S+)"  # the reason is logged before the result
+    if skips := re.findall(skip, text, re.M):
+        facts.append("skipped: " + "; ".join(f"{name} ({where}: {why[:80]})" for where, why, name in skips[:5]))
+    unskipped = re.sub(skip, "", text, flags=re.M)
     where = _first(r"^\s+([\w./-]+_test\.go):(\d+): (.+)$", unskipped)
     if names and where:
         facts.append(f"first failure at {where.group(1)}:{where.group(2)}: {where.group(3)[:160]}")
