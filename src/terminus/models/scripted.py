@@ -36,9 +36,10 @@ NO_TEST = re.compile(r"\b(only|just)\s+(build|compile)|\bdo(?:n't| not) run (?:t
 
 
 def logged(build: str) -> str:
-    """A build whose full log goes to a file; the terminal shows errors, the warning count and the tail."""
+    """A build whose full log goes to a file; the terminal shows errors and warnings (each with its file:line),
+    the warning count and the tail."""
     return (
-        f'{build} > "$TMPDIR/build.log" 2>&1; rc=$?; grep -E ": (fatal )?error" "$TMPDIR/build.log" | head -20; '
+        f'{build} > "$TMPDIR/build.log" 2>&1; rc=$?; grep -E ": (fatal )?(error|warning)" "$TMPDIR/build.log" | head -20; '
         f'echo "warnings: $(grep -c ": warning:" "$TMPDIR/build.log")"; tail -3 "$TMPDIR/build.log"; exit $rc'
     )
 
