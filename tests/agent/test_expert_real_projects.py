@@ -53,7 +53,7 @@ def test_node_runs_the_package_json_test_script_and_names_the_uninstalled_runner
     needs("npm")
     commands, answer = ask(copy("mri", tmp_path), "run npm test and tell me what fails")
     assert commands[1] == "cat package.json" and commands[2].startswith("npm test")
-    assert "test script: `tape test/*.js | tap-spec`; package manager: npm." in answer
+    assert "test script: `tape test/*.js | tap-spec`; package manager: npm; exit code 0." in answer
     assert "'bundt' is not installed (the project's dependencies are not installed; fix: npm install)" in answer
     assert "node --test" not in answer and "npm install ." not in answer and "npm install src" not in answer
 
@@ -63,7 +63,7 @@ def test_node_uses_the_lockfiles_package_manager(tmp_path):
     repo = copy("mri", tmp_path)
     (repo / "yarn.lock").write_text("# yarn lockfile v1\n")
     commands, answer = ask(repo, "Run the tests")
-    assert commands[2].startswith("yarn test") and "package manager: yarn." in answer
+    assert commands[2].startswith("yarn test") and "package manager: yarn; exit code 0." in answer
 
 
 def test_python_src_layout_runs_with_pythonpath_and_reports_the_real_missing_module(tmp_path):

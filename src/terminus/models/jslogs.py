@@ -6,6 +6,30 @@ from __future__ import annotations
 
 import re
 
+
+def _first(pattern: str, text: str, flags: int = re.M) -> re.Match | None:
+    return re.search(pattern, text, flags)
+
+
+def node_test(command: str, text: str, code: int | None) -> list[str]:
+    facts = []
+    passed, failed = _first(r"^# pass (\d+)", text), _first(r"^# fail (\d+)", text)
+    if passed and failed:
+        facts.append(f"node:test: {passed.group(1)} passed, {failed.group(1)} failed")
+    names = re.findall(r"^\s*not ok \d+ - (.+)$", text, re.M)
+    names = [n for n in names if not n.endswith(".js") and not n.endswith(".mjs")]
+    if names:
+        facts.append("failing: " + ", ".join(names[:10]))
+    loc = _first(r"\(([\w./-]+\.m?js):(\d+):\d+\)", text)
+    if loc and names:
+        facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
+    syntax = _first(r"^(?:# )?([\w./-]+\.m?js):(\d+)\n[\s\S]{0,600}?^(?:# )?SyntaxError: (.+)$", text)
+    if syntax:
+        path, line, message = syntax.groups()
+        facts.append(f"the code does not load: SyntaxError at {path}:{line} ({message[:160]})")
+    return facts
+
+
 _TAP_NOT_OK = re.compile(r"^\s*not ok \d+ - (.+?)(?: # .*)?$", re.M)
 _JEST_FAIL = re.compile(r"^\s*● (.+? › .+|[^\n]+?)$", re.M)
 _MOCHA_FAIL = re.compile(r"^\s+\d+\) (.+?):?$", re.M)
@@ -50,8 +74,14 @@ def _values(text: str) -> str | None:
 
 
 def js_test(command: str, text: str, code: int | None) -> list[str]:
+    words = re.sub(r"^cd \S+ && ", "", command).split()
+    runner = words[0] if words else "npm"
+    if re.search(r"^# pass \d+", text, re.M):  # TAP (node:test, tape): node:test's reader states its syntax errors too
+        facts = [re.sub(r"^node:test:", f"{runner} test:", fact) for fact in node_test(command, text, code)]
+        if len(facts) > 1 and (values := _values(text)):
+            facts.insert(2, values)
+        return facts or [f"{runner} test " + ("passed" if code == 0 else "failed")]
     facts = []
-    runner = command.split()[0] if command.split() else "npm"
     counts = _counts(text)
     facts.append(
         f"{runner} test: {counts}" if counts else ("test script passed" if code == 0 else "test script failed")

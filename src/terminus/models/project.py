@@ -60,14 +60,12 @@ def package_manager(listing: list[str], root: str) -> str:
 
 
 def src_packages(listing: list[str], root: str) -> list[str]:
-    """Packages under `src/` (`src/<pkg>/__init__.py`, `src/<mod>.py`): a src layout imports them only with
+    """Packages under `src/` (`src/<pkg>/__init__.py`): a src layout imports them only with
     `PYTHONPATH=src` (or an install of the checkout), so the expert runs its tests that way."""
     found = []
     for path in _under(listing, root):
         if len(path.parts) == 3 and path.parts[0] == "src" and path.name == "__init__.py":
             found.append(path.parts[1])
-        elif len(path.parts) == 2 and path.parts[0] == "src" and path.suffix == ".py":
-            found.append(path.stem)
     return sorted(set(found))
 
 

@@ -39,7 +39,8 @@ def logged(build: str) -> str:
     """A build whose full log goes to a file; the terminal shows errors and warnings (each with its file:line),
     the warning count and the tail."""
     return (
-        f'{build} > "$TMPDIR/build.log" 2>&1; rc=$?; grep -E ": (fatal )?(error|warning)" "$TMPDIR/build.log" | head -20; '
+        f'{build} > "$TMPDIR/build.log" 2>&1; rc=$?; '
+        f'grep -E ": (fatal )?(error|warning)" "$TMPDIR/build.log" | head -20; '
         f'echo "warnings: $(grep -c ": warning:" "$TMPDIR/build.log")"; tail -3 "$TMPDIR/build.log"; exit $rc'
     )
 
@@ -129,6 +130,11 @@ JS_KEEP = (  # POSIX classes: the sandbox's awk may be mawk; a YAML block's valu
 )
 
 
+def _js_keep(declared: Declared) -> str:
+    """node:test's own filter for a script that is `node --test` (its reader needs the file:line lines it keeps)."""
+    return NODE_KEEP if re.match(r"node (?:--[\w-]+ )*--test\b", declared.test_script or "") else JS_KEEP
+
+
 def _python_env(declared: Declared, asked: Asked, root: str) -> str:
     """`PYTHONPATH=src ` for a src layout (from where the command runs), and the variables the query names."""
     env = {"PYTHONPATH": "src" if root in ("", ".") else f"{root}/src"} if declared.src else {}
@@ -145,7 +151,8 @@ def recipes(
     layout on the import path."""
     declared = declared or Declared()
     env = _python_env(declared, asked or Asked(), ".")
-    node = filtered(declared.test_command(), JS_KEEP) if declared.test_script else filtered("node --test", NODE_KEEP)
+    node = filtered(declared.test_command(), _js_keep(declared)) if declared.test_script else None
+    node = node or filtered("node --test", NODE_KEEP)
     return {
         "python": (("python3 -m compileall -q .", 60_000), (f"{env}python3 -m pytest -q 2>&1", 120_000), False),
         "node": (None, (node, 120_000), False),
@@ -212,7 +219,7 @@ def scoped(kind: str, asked: Asked, declared: Declared | None = None, root: str 
     name = keyword or shlex.quote(named) or (shlex.quote(asked.tests[0].split("::")[-1]) if asked.tests else "")
     if kind == "node" and declared.test_script and (asked.tests or named):
         narrow = node_filter(declared.test_script, named) if named else ""
-        return filtered(declared.test_command(" ".join(filter(None, [quoted, narrow]))), JS_KEEP), 120_000
+        return filtered(declared.test_command(" ".join(filter(None, [quoted, narrow]))), _js_keep(declared)), 120_000
     if kind == "node" and asked.tests:
         return filtered(f"node --test {quoted}", NODE_KEEP), 120_000
     if kind == "rust" and name:
@@ -334,7 +341,8 @@ class ScriptedPolicy:
                     summary = summary[:-1] + f"; src layout ({', '.join(declared.src)} under src/)."
             elif command == manifest:
                 script = f"`{declared.test_script}`" if declared.test_script else "none (node --test runs the tests)"
-                summary = f"test script: {script}; package manager: {declared.pm}."
+                status = read_status(obs).exit_code
+                summary = f"test script: {script}; package manager: {declared.pm}; exit code {status}."
             else:
                 summary = summarise(kind, command, obs, declared)
             entries.append({"command": shown(command), "summary": summary})

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from terminus.agent.terminal import EXIT_STATUS, TIMEOUT_STATUS
-from terminus.models.jslogs import js_test
+from terminus.models.jslogs import js_test, node_test
 
 
 def _template(template: str, field: str, pattern: str) -> str:
@@ -173,24 +173,6 @@ def toolchain_fact(text: str) -> str | None:
         return None
     path, version = match.groups()
     return f"ran with {path or 'an unknown interpreter'} ({' '.join(version.split())[:80]})"
-
-
-def node_test(command: str, text: str, code: int | None) -> list[str]:
-    facts = []
-    passed, failed = _first(r"^# pass (\d+)", text), _first(r"^# fail (\d+)", text)
-    if passed and failed:
-        facts.append(f"node:test: {passed.group(1)} passed, {failed.group(1)} failed")
-    names = re.findall(r"^\s*not ok \d+ - (.+)$", text, re.M)
-    names = [n for n in names if not n.endswith(".js") and not n.endswith(".mjs")]
-    facts += _failing(names, limit=10)
-    loc = _first(r"\(([\w./-]+\.m?js):(\d+):\d+\)", text)
-    if loc and names:
-        facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
-    syntax = _first(r"^(?:# )?([\w./-]+\.m?js):(\d+)\n[\s\S]{0,600}?^(?:# )?SyntaxError: (.+)$", text)
-    if syntax:
-        path, line, message = syntax.groups()
-        facts.append(f"the code does not load: SyntaxError at {path}:{line} ({message[:160]})")
-    return facts
 
 
 def c_build(command: str, text: str, code: int | None) -> list[str]:
