@@ -7,7 +7,7 @@ from pathlib import Path
 
 from terminus.models.jslogs import js_test
 from terminus.models.project import Declared, missing_fact
-from terminus.models.toolchains import cargo, ctest, go, not_installed, pytest
+from terminus.models.toolchains import c_build, cargo, ctest, go, not_installed, pytest
 
 LOGS = Path(__file__).parent.parent / "data" / "logs"
 
@@ -44,6 +44,11 @@ def test_unity_failures_name_the_test_function_with_its_file_and_line():
         "failing test functions: cjson_get_object_item_should_get_object_items at tests/misc_tests.c:81 "
         "(Expected 2 Was 1)"
     ) in facts
+
+
+def test_c_warnings_carry_their_file_and_line():
+    facts = c_build("cmake --build build", log("cjson-gcc-warning.log"), 0)
+    assert facts == ["build succeeded", "1 warning(s): cJSON.c:127 unused variable ‘unused_counter’"]
 
 
 def test_cargo_offline_resolution_failure_is_stated_with_what_requires_it():

@@ -214,7 +214,8 @@ def scoped(kind: str, asked: Asked, declared: Declared | None = None, root: str 
         return None
     if kind == "python" and (quoted or keyword):
         env = _python_env(declared, asked, root)
-        return f"{env}python3 -m pytest -q {quoted}{' -k ' + keyword if keyword else ''}".rstrip() + " 2>&1", 120_000
+        args = " ".join(filter(None, [quoted, f"-k {keyword}" if keyword else ""]))
+        return f"{env}python3 -m pytest -q {args} 2>&1", 120_000
     named = asked.names[0] if asked.names else ""
     name = keyword or shlex.quote(named) or (shlex.quote(asked.tests[0].split("::")[-1]) if asked.tests else "")
     if kind == "node" and declared.test_script and (asked.tests or named):
