@@ -24,6 +24,12 @@ def test_pytest_subtests_are_named_by_their_marker_and_their_parents_not_counted
     assert "assert (3 % 2) == 0" in facts
 
 
+def test_unittest_subtests_with_parentheses_in_their_parameters_keep_their_id():
+    facts = "; ".join(pytest("python3 -m pytest -q", log("more-itertools-unittest-subtests.log"), 1))
+    assert "failing: tests/test_more.py::LastTests::test_basic (iterable=range(0, 1))" in facts
+    assert "AssertionError at tests/test_more.py:161 (0 != 7)" in facts
+
+
 def test_a_missing_plugin_fixture_is_the_cause_not_each_error():
     facts = "; ".join(pytest("python3 -m pytest -q", log("platformdirs-missing-fixture.log"), 1))
     assert "fixture 'mocker' not found (the pytest-mock plugin provides it: not installed)" in facts

@@ -73,7 +73,7 @@ def not_installed(text: str) -> str | None:
 # " - ", so parametrised ids with spaces stay whole).
 # pytest 9's subtests print `SUBFAILED[msg] id - ...` and `SUBFAILED(k=v) id - ...`: the marker names the subtest.
 _PYTEST_SUMMARY = re.compile(
-    r"^(?:FAILED|ERROR|SUB(?:FAILED|ERROR)(\[[^\]\n]*\]|\([^)\n]*\))) (.+?)(?: - (.*))?$", re.M
+    r"^(?:FAILED|ERROR|SUB(?:FAILED|ERROR)(\[[^\]\n]*\]|\((?:[^()\n]|\([^()\n]*\))*\))) (.+?)(?: - (.*))?$", re.M
 )
 # Where a failure happened, in each traceback style pytest prints: long/auto (`path:12: AssertionError`), short
 # (`path:12: in test_x` followed by `E   ...`), line (`/abs/path:12: assert 1 == 2`).
