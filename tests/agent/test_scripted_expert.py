@@ -166,9 +166,10 @@ def test_the_corpus_queries_that_name_the_usual_command_run_the_expert_recipe(la
 def test_query_reading_doctests():
     import doctest
 
-    from terminus.models import asked
+    from terminus.models import asked, project
 
     assert doctest.testmod(asked).failed == 0
+    assert doctest.testmod(project).failed == 0
 
 
 def test_a_swe_corpus_query_runs_its_scoped_test_command():

@@ -11,6 +11,8 @@ run by the package manager its lockfile names, and a Python `src/` layout is imp
 'yarn'
 >>> src_packages(["./pyproject.toml", "./src/platformdirs/__init__.py", "./src/platformdirs/api.py"], ".")
 ['platformdirs']
+>>> src_packages(["./setup.cfg", "./src/calc.py", "./tests/test_calc.py"], ".")  # a module, not a package: no
+[]
 >>> node_filter("jest --coverage", "adds numbers")
 "-t 'adds numbers'"
 """
@@ -60,11 +62,12 @@ def package_manager(listing: list[str], root: str) -> str:
 
 
 def src_packages(listing: list[str], root: str) -> list[str]:
-    """Packages under `src/` (`src/<pkg>/__init__.py`): a src layout imports them only with
+    """Packages under `src/` (`src/<pkg>/*.py`): a src layout imports them only with
     `PYTHONPATH=src` (or an install of the checkout), so the expert runs its tests that way."""
     found = []
     for path in _under(listing, root):
-        if len(path.parts) == 3 and path.parts[0] == "src" and path.name == "__init__.py":
+        # a namespace package (`where = src` without `__init__.py`) shows as any module in a folder under src/
+        if len(path.parts) == 3 and path.parts[0] == "src" and path.suffix == ".py" and path.parts[1].isidentifier():
             found.append(path.parts[1])
     return sorted(set(found))
 
