@@ -1,9 +1,11 @@
 """`scripted`: a deterministic expert subagent with no model, the offline teacher and the tests' reference.
 
 It works only through the terminal, like a model: it first lists the build files, picks the project root
-and toolchain, runs the build and/or the tests the query asks for, reads the real output, and summarises
-each command with the facts a main agent needs (counts, failing tests, first error with file:line,
-warnings, missing dependency and the fix).
+and toolchain, reads what the project declares (a Node project's `package.json` test script and lockfile, a
+Python `src/` layout: `models.project`), runs the build and/or the tests the query asks for (its command, files,
+test names, variables), reads the real output, and summarises each command with the facts a main agent needs
+(counts, failing tests with file:line, expected and actual values, warnings with file:line, skips, a missing
+dependency or an unresolvable one, and the fix a developer would apply).
 """
 
 from __future__ import annotations
