@@ -3,11 +3,17 @@ each states the cause a developer needs, with its file:line and the expected and
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from terminus.models.jslogs import js_test
 from terminus.models.project import Declared, missing_fact
-from terminus.models.toolchains import c_build, cargo, ctest, go, not_installed, pytest
+from terminus.models.scripted import JS_KEEP
+from terminus.models.toolchains import c_build, cargo, ctest, go, not_installed
+from terminus.models.toolchains import pytest as pytest_facts
 
 LOGS = Path(__file__).parent.parent / "data" / "logs"
 
@@ -17,7 +23,7 @@ def log(name: str) -> str:
 
 
 def test_pytest_subtests_are_named_by_their_marker_and_their_parents_not_counted_again():
-    facts = "; ".join(pytest("python3 -m pytest -q", log("pytest9-subtests.log"), 1))
+    facts = "; ".join(pytest_facts("python3 -m pytest -q", log("pytest9-subtests.log"), 1))
     assert "failing: tests/test_sub.py::test_values (k=2), tests/test_sub.py::test_msg [odd check]" in facts
     assert "more" not in facts  # the parents' "contains 1 failed subtest" lines are not failures of their own
     assert "AssertionError at tests/test_sub.py:4 (k=2 is too large)" in facts
@@ -25,13 +31,13 @@ def test_pytest_subtests_are_named_by_their_marker_and_their_parents_not_counted
 
 
 def test_unittest_subtests_with_parentheses_in_their_parameters_keep_their_id():
-    facts = "; ".join(pytest("python3 -m pytest -q", log("more-itertools-unittest-subtests.log"), 1))
+    facts = "; ".join(pytest_facts("python3 -m pytest -q", log("more-itertools-unittest-subtests.log"), 1))
     assert "failing: tests/test_more.py::LastTests::test_basic (iterable=range(0, 1))" in facts
     assert "AssertionError at tests/test_more.py:161 (0 != 7)" in facts
 
 
 def test_a_missing_plugin_fixture_is_the_cause_not_each_error():
-    facts = "; ".join(pytest("python3 -m pytest -q", log("platformdirs-missing-fixture.log"), 1))
+    facts = "; ".join(pytest_facts("python3 -m pytest -q", log("platformdirs-missing-fixture.log"), 1))
     assert "fixture 'mocker' not found (the pytest-mock plugin provides it: not installed)" in facts
 
 
@@ -41,6 +47,25 @@ def test_tap_spec_output_gives_counts_the_failure_and_expected_against_actual():
     assert "failing: no" in facts
     assert "expected { moo: true, _: [] }, actual { _: [], moo: false }" in facts
     assert "first failure at test/index.js:7" in facts
+
+
+def kept(name: str) -> str:
+    """The log as the expert's terminal shows it: through the same filter the expert runs in the sandbox."""
+    env = {**os.environ, "LOG": str(LOGS / name)}
+    return subprocess.run(["bash", "-c", JS_KEEP], capture_output=True, text=True, env=env, check=True).stdout
+
+
+@pytest.mark.parametrize("read", [log, kept], ids=["whole", "filtered"])
+@pytest.mark.parametrize(
+    ("name", "counts", "failing", "where"),
+    [
+        ("jest29-fail.log", "1 failed, 1 passed, 2 total", "adds numbers", "test/sum.test.js:2"),
+        ("mocha10-fail.log", "1 passed, 1 failed", "sum › adds numbers", "test/sum.spec.js:4"),
+    ],
+)
+def test_jest_and_mocha_state_the_failure_its_values_and_place(read, name, counts, failing, where):
+    facts = js_test("npm test", read(name), 1)
+    assert facts == [f"npm test: {counts}", f"failing: {failing}", "expected 4, actual 0", f"first failure at {where}"]
 
 
 def test_unity_failures_name_the_test_function_with_its_file_and_line():

@@ -32,8 +32,8 @@ def node_test(command: str, text: str, code: int | None) -> list[str]:
 
 _TAP_NOT_OK = re.compile(r"^\s*not ok \d+ - (.+?)(?: # .*)?$", re.M)
 _JEST_FAIL = re.compile(r"^\s*● (.+? › .+|[^\n]+?)$", re.M)
-_MOCHA_FAIL = re.compile(r"^\s+\d+\) (.+?):?$", re.M)
-_SPEC_FAIL = re.compile(r"^\s*[✖✘×] (.+)$", re.M)  # tap-spec, mocha's spec reporter
+_MOCHA_FAIL = re.compile(r"^\s+\d+\) (.+?):?\n(?:\s+(\S.*?):\n)?", re.M)
+_SPEC_FAIL = re.compile(r"^\s*[✖✘✕×] (.+)$", re.M)  # tap-spec, jest's list
 _UVU_FAIL = re.compile(r'^\s*FAIL\s+(?:[\w./-]+\s+)?"(.+?)"$', re.M)
 _LOCATION = re.compile(r"\(?((?![\w/.-]*node_modules)[\w./-]+\.[cm]?[jt]s):(\d+):\d+\)?")
 
@@ -65,7 +65,8 @@ def _values(text: str) -> str | None:
         (r"^\s+expected: [|]-?\n\s+(.+)$", r"^\s+actual: [|]-?\n\s+(.+)$"),  # TAP's YAML block
         (r"^\s+expected: (.+)$", r"^\s+actual: (.+)$"),
         (r"^\s+Expected:? (.+)$", r"^\s+Received:? (.+)$"),
-        (r"^\s*\+\+(.+)$", r"^\s*--(.+)$"),
+        (r"^\s*\+\+(.+)$", r"^\s*--(.+)$"),  # uvu
+        (r"expected - actual\n\s*\n\s*-.*\n\s*\+(.+)$", r"expected - actual\n\s*\n\s*-(.+)$"),  # mocha's diff
     ):
         want, got = re.search(expected, text, re.M), re.search(actual, text, re.M)
         if want and got:
@@ -86,11 +87,10 @@ def js_test(command: str, text: str, code: int | None) -> list[str]:
     facts.append(
         f"{runner} test: {counts}" if counts else ("test script passed" if code == 0 else "test script failed")
     )
-    names = (
-        _TAP_NOT_OK.findall(text) or _SPEC_FAIL.findall(text) or _UVU_FAIL.findall(text) or _JEST_FAIL.findall(text)
-    )
-    if not names and re.search(r"^\s+\d+ failing", text, re.M):
-        names = _MOCHA_FAIL.findall(text.split(" failing", 1)[1])
+    names = _TAP_NOT_OK.findall(text) or _JEST_FAIL.findall(text) or _UVU_FAIL.findall(text)
+    if not names and re.search(r"^\s+\d+ failing", text, re.M):  # mocha: `1) suite` then the test's title
+        names = [" › ".join(filter(None, m)) for m in _MOCHA_FAIL.findall(text.split(" failing", 1)[1])]
+    names = names or [re.sub(r" \(\d+ ?m?s\)$", "", n) for n in _SPEC_FAIL.findall(text)]
     names = list(dict.fromkeys(n.strip() for n in names if not re.search(r"\.[cm]?[jt]s$", n.strip())))
     if names:
         facts.append("failing: " + ", ".join(names[:10]) + (f" (+{len(names) - 10} more)" if len(names) > 10 else ""))

@@ -124,10 +124,12 @@ GO_KEEP = (
 )
 # Any JavaScript runner a package.json script starts (tape, uvu, jest, vitest, mocha, node:test): its counts, failing
 # tests, expected/actual values, locations, and a missing program or module.
-JS_KEEP = (  # POSIX classes: the sandbox's awk may be mawk; a YAML block's value (`expected: |-`) is on the next line
-    r"awk '{ if (p ~ /(expected|actual): [|]-?$/ || $0 ~ /^[[:space:]]*(not )?ok [0-9]+ |^# (tests|pass|fail|skip)|"
-    r"✘|✖|×|FAIL|●|failing|passing|pending|Tests:|Test Files|Total:|Passed:|Skipped:|not found|Cannot find|Error|"
-    r"[Ee]xpected|[Aa]ctual|Received|^[[:space:]]+[0-9]+[)] |[.][cm]?[jt]s:[0-9]+:[0-9]+/) print; p = $0 }' "
+JS_KEEP = (  # POSIX classes: the sandbox's awk may be mawk. Values sit on the lines after some markers: a YAML
+    # block (`expected: |-`), mocha's `+ expected - actual` diff, the title after mocha's numbered failure.
+    r"awk '{ if (n > 0) { print; n-- } else if (p ~ /(expected|actual): [|]-?$|^[[:space:]]+[0-9]+[)] / || "
+    r"$0 ~ /^[[:space:]]*(not )?ok [0-9]+ |^# (tests|pass|fail|skip)|✘|✖|✕|×|FAIL|●|failing|passing|pending|"
+    r"Tests:|Test Files|Total:|Passed:|Skipped:|not found|Cannot find|Error|[Ee]xpected|[Aa]ctual|Received|"
+    r"^[[:space:]]+[0-9]+[)] |[.][cm]?[jt]s:[0-9]+:[0-9]+/) print; if ($0 ~ /expected - actual$/) n = 4; p = $0 }' "
     '"$LOG"'
 )
 
