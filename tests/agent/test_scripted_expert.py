@@ -192,7 +192,7 @@ def test_a_swe_corpus_query_runs_its_scoped_test_command():
 @pytest.mark.parametrize(
     ("script", "lock", "query", "expected"),
     [
-        ("jest", "package-lock.json", "why does 'adds numbers' fail? Run test_add", "npm test -- -t test_add"),
+        ("jest", "package-lock.json", "why does 'adds numbers' fail?", "npm test -- -t 'adds numbers'"),
         ("vitest run", "pnpm-lock.yaml", "Run src/math.test.ts", "pnpm test src/math.test.ts"),
         ("mocha test/", "yarn.lock", "Why does test_parse fail?", "yarn test --grep test_parse"),
         ("node --test", "", "Why does test_parse fail?", "npm test -- --test-name-pattern test_parse"),

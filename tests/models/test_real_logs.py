@@ -12,7 +12,7 @@ import pytest
 from terminus.models.jslogs import js_test
 from terminus.models.project import Declared, missing_fact
 from terminus.models.scripted import JS_KEEP
-from terminus.models.toolchains import c_build, cargo, ctest, go, not_installed
+from terminus.models.toolchains import any_command, c_build, cargo, ctest, go, not_installed
 from terminus.models.toolchains import pytest as pytest_facts
 
 LOGS = Path(__file__).parent.parent / "data" / "logs"
@@ -122,3 +122,10 @@ def test_missing_things_get_a_developers_fix_never_an_install_of_the_project_or_
     assert not_installed("bash: line 1: uvu: command not found") == "uvu"
     node = Declared("./package.json\n./yarn.lock\n")
     assert missing_fact("node", "sh: 1: uvu: not found", node).endswith("fix: yarn install)")
+
+
+def test_make_without_a_test_target_says_so():
+    assert any_command("make test", log("make-no-test-target.log"), 2) == [
+        "failed",
+        "the Makefile has no 'test' target",
+    ]

@@ -18,6 +18,8 @@ True
 ['TestVersion6', 'test_parse_empty']
 >>> read_query("Why does fnv_hash_standalone fail?").names, read_query("why does it fail?").names
 (['fnv_hash_standalone'], [])
+>>> read_query("Why does 'adds numbers' fail?").names
+['adds numbers']
 >>> read_query("Run tests/test_fields.py with PYTHONPATH=src and report.").env
 {'PYTHONPATH': 'src'}
 """
@@ -54,6 +56,10 @@ WHY_NAME = re.compile(
     r"\b(?i:why (?:does|did|is) (?:the )?(?:test )?)`?((?:\w+::)*(?:[a-z]\w*_\w+|[A-Z][a-z0-9]+[A-Z]\w*))`?"
     r"(?: test)? (?:fail|break|panic|error)"
 )
+# "why does 'adds numbers' fail": a JavaScript test's title, quoted (jest, vitest and mocha filter by title)
+WHY_TITLE = re.compile(
+    r"\b(?i:why (?:does|did|is) (?:the )?(?:test )?)[\"'“‘]([^\"'”’\n]{2,80})[\"'”’](?: test)? (?i:fail)"
+)
 # `with PYTHONPATH=src` in prose: a variable the query wants set for the run.
 PROSE_ENV = re.compile(r"(?<![\w`=])([A-Z][A-Z0-9_]*)=([^\s`'\",;]+)")
 
@@ -67,7 +73,7 @@ class Asked:
     tests: list[str] = field(default_factory=list)
     """Test files or ids the query names (pytest node ids, `*.test.js`, `*_test.go`)."""
     names: list[str] = field(default_factory=list)
-    """Test functions the query names without a file (`TestVersion6`, `test_parse`): run only them."""
+    """Test functions the query names without a file (`TestVersion6`, `test_parse`, a quoted title): run only them."""
     keyword: str | None = None
     """A `-k` expression."""
     target: str | None = None
@@ -103,7 +109,7 @@ def read_query(query: str) -> Asked:
             break
     if asked.command is None:
         asked.tests = list(dict.fromkeys(m.group(1) for m in TEST_FILE.finditer(query)))
-        named = [m.group(1) for m in TEST_NAME.finditer(query)] + WHY_NAME.findall(query)
+        named = [m.group(1) for m in TEST_NAME.finditer(query)] + WHY_NAME.findall(query) + WHY_TITLE.findall(query)
         asked.names = [n for n in dict.fromkeys(named) if not any(n in t for t in asked.tests)]
         asked.env = dict(PROSE_ENV.findall(query))
         keyword = KEYWORD.search(query)

@@ -208,8 +208,9 @@ def scoped(kind: str, asked: Asked, declared: Declared | None = None, root: str 
     declared = declared or Declared()
     quoted = " ".join(shlex.quote(t) for t in asked.tests)
     keyword = shlex.quote(asked.keyword) if asked.keyword else ""
-    if not keyword and asked.names and kind == "python":
-        keyword = shlex.quote(" or ".join(asked.names))
+    idents = [n for n in asked.names if re.fullmatch(r"[\w:/]+", n)]  # a quoted title filters JavaScript runners only
+    if not keyword and idents and kind == "python":
+        keyword = shlex.quote(" or ".join(idents))
     if asked.target:
         build = {"cmake": f"cmake --build build --target {shlex.quote(asked.target)}", "make": f"make {asked.target}"}
         if kind in build:
@@ -220,17 +221,18 @@ def scoped(kind: str, asked: Asked, declared: Declared | None = None, root: str 
         env = _python_env(declared, asked, root)
         args = " ".join(filter(None, [quoted, f"-k {keyword}" if keyword else ""]))
         return f"{env}python3 -m pytest -q {args} 2>&1", 120_000
-    named = asked.names[0] if asked.names else ""
+    named = idents[0] if idents else ""
     name = keyword or shlex.quote(named) or (shlex.quote(asked.tests[0].split("::")[-1]) if asked.tests else "")
-    if kind == "node" and declared.test_script and (asked.tests or named):
-        narrow = node_filter(declared.test_script, named) if named else ""
+    title = asked.names[0] if asked.names else ""
+    if kind == "node" and declared.test_script and (asked.tests or title):
+        narrow = node_filter(declared.test_script, title) if title else ""
         return filtered(declared.test_command(" ".join(filter(None, [quoted, narrow]))), _js_keep(declared)), 120_000
     if kind == "node" and asked.tests:
         return filtered(f"node --test {quoted}", NODE_KEEP), 120_000
     if kind == "rust" and name:
         return filtered(f"cargo test --offline --no-fail-fast {name} -- --test-threads=1", CARGO_KEEP), 180_000
-    if kind == "go" and asked.names and not keyword:
-        return filtered(f"go test -v -run {go_run_pattern(asked.names)} ./...", GO_KEEP), 120_000
+    if kind == "go" and idents and not keyword:
+        return filtered(f"go test -v -run {go_run_pattern(idents)} ./...", GO_KEEP), 120_000
     if kind == "go" and name:
         return filtered(f"go test -v -run {name} ./...", GO_KEEP), 120_000
     if kind == "cmake" and name:

@@ -308,7 +308,10 @@ def compileall(command: str, text: str, code: int | None) -> list[str]:
 
 
 def any_command(command: str, text: str, code: int | None) -> list[str]:
-    return ["succeeded" if code == 0 else "failed"]
+    facts = ["succeeded" if code == 0 else "failed"]
+    if target := _first(r"No rule to make target '([^']+)'", text):  # `make test` where the Makefile has none
+        facts.append(f"the Makefile has no '{target.group(1)}' target")
+    return facts
 
 
 @dataclass(frozen=True)
