@@ -114,6 +114,8 @@ def test_missing_things_get_a_developers_fix_never_an_install_of_the_project_or_
     listing = "./pyproject.toml\n./src/platformdirs/__init__.py\n./tests/test_api.py\n"
     ours = missing_fact("python", "E   ModuleNotFoundError: No module named 'platformdirs'", Declared(listing))
     assert ours == "'platformdirs' is the project itself (src/), not importable as run (fix: PYTHONPATH=src)"
+    flat = Declared("./setup.py\n./calc/__init__.py\n")
+    assert missing_fact("python", "ModuleNotFoundError: No module named 'calc'", flat).endswith("(fix: PYTHONPATH=.)")
     theirs = missing_fact("python", "E   ModuleNotFoundError: No module named 'appdirs'", Declared(listing))
     assert theirs == "missing dependency 'appdirs' (fix: pip install appdirs)"
     path = missing_fact("node", "Error: Cannot find module '../lib'", Declared("./package.json\n"))

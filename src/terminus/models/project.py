@@ -7,6 +7,8 @@ run by the package manager its lockfile names, and a Python `src/` layout is imp
 
 >>> read_package_json('{"scripts": {"test": "uvu -r esm test"}}')
 'uvu -r esm test'
+>>> read_package_json('{"name": "x", "scripts": {"test": "jest --ci"}, "dependencies": {"a": "1", ...')
+'jest --ci'
 >>> package_manager(["./package.json", "./yarn.lock"], ".")
 'yarn'
 >>> src_packages(["./pyproject.toml", "./src/platformdirs/__init__.py", "./src/platformdirs/api.py"], ".")
@@ -49,8 +51,9 @@ def read_package_json(text: str) -> str | None:
     start = text.find("{")
     try:
         data = json.loads(text[start : text.rfind("}") + 1]) if start >= 0 else {}
-    except json.JSONDecodeError:
-        return None
+    except json.JSONDecodeError:  # cut by the terminal's output limit: the script's own line still says it
+        found = re.search(r'"test"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
+        data = {"scripts": {"test": json.loads(f'"{found.group(1)}"')}} if found else {}
     script = (data.get("scripts") or {}).get("test") if isinstance(data, dict) else None
     return script if isinstance(script, str) and NO_TEST_SCRIPT not in script else None
 
@@ -135,7 +138,8 @@ def missing_fact(kind: str, text: str, declared: Declared) -> str | None:
     if missing.startswith("."):
         return f"cannot load '{missing}': a path in the project that is not there (not a package; built first?)"
     if kind == "python" and missing in declared.local:
-        where = "src/" if missing in declared.src else "the checkout"
-        return f"'{missing}' is the project itself ({where}), not importable as run (fix: PYTHONPATH=src)"
+        where, path = ("src/", "src") if missing in declared.src else ("the checkout", ".")
+        root = "" if declared.root in ("", ".") else f"{declared.root}/"
+        return f"'{missing}' is the project itself ({where}), not importable as run (fix: PYTHONPATH={root}{path})"
     fix = {"python": f"pip install {missing}", "node": f"{declared.pm} install"}.get(kind, f"install {missing}")
     return f"missing dependency '{missing}' (fix: {fix})"
