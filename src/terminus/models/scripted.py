@@ -253,6 +253,8 @@ def _plan(kind: str | None, root: str, query: str, declared: Declared) -> list[t
         suffix = asked.tests[0].split("::")[0]
         kind = "python" if suffix.endswith(".py") else "go" if suffix.endswith("_test.go") else "node"
     build, test, build_always = recipes(declared, asked)[kind] if kind else (None, None, False)
+    if kind == "node" and asked.command and _refines("node --test", asked.command):
+        test = recipes()["node"][1]  # `node --test` named: node:test's own filtered run, not the script
     usual = bool(asked.command) and any(step and _refines(_run_part(step[0]), asked.command) for step in (build, test))
     if asked.command and not usual:
         # Not the toolchain's usual run: exactly what was asked, where the main agent stands (the root).
