@@ -4,6 +4,7 @@ build and test output."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -165,9 +166,10 @@ def test_the_corpus_queries_that_name_the_usual_command_run_the_expert_recipe(la
 def test_query_reading_doctests():
     import doctest
 
-    from terminus.models import asked
+    from terminus.models import asked, project
 
     assert doctest.testmod(asked).failed == 0
+    assert doctest.testmod(project).failed == 0
 
 
 def test_a_swe_corpus_query_runs_its_scoped_test_command():
@@ -182,3 +184,52 @@ def test_a_swe_corpus_query_runs_its_scoped_test_command():
     (command, _), *rest = plan("python", ".", query)
     assert command.startswith("python -m pytest -rA -p no:cacheprovider tests/test_money.py 2>&1; rc=$?")
     assert not rest
+
+
+# -- what the project declares and the tests the query names (issue 44) -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("script", "lock", "query", "expected"),
+    [
+        ("jest", "package-lock.json", "why does 'adds numbers' fail?", "npm test -- -t 'adds numbers'"),
+        ("vitest run", "pnpm-lock.yaml", "Run src/math.test.ts", "pnpm test src/math.test.ts"),
+        ("mocha test/", "yarn.lock", "Why does test_parse fail?", "yarn test --grep test_parse"),
+        ("node --test", "", "Why does test_parse fail?", "npm test -- --test-name-pattern test_parse"),
+        ("uvu -r esm test", "", "Run the tests", "npm test"),
+    ],
+)
+def test_node_runs_the_declared_script_by_its_package_manager_with_the_runners_filter(script, lock, query, expected):
+    from terminus.models.project import Declared
+    from terminus.models.scripted import plan, shown
+
+    listing = "./package.json\n" + (f"./{lock}\n" if lock else "")
+    declared = Declared(listing, ".", json.dumps({"scripts": {"test": script}}))
+    (command, _), *_ = plan("node", ".", query, declared)
+    assert shown(command) == f"{expected}  (full log kept in the sandbox, filtered)"
+
+
+@pytest.mark.parametrize(
+    ("kind", "query", "expected"),
+    [
+        ("go", "why does TestVersion6 fail?", "go test -v -run '^TestVersion6$' ./..."),
+        ("go", "Run TestParse/empty_input only", "go test -v -run '^TestParse$/^empty_input$' ./..."),
+        ("rust", "why does test_roundtrip fail?", "cargo test --offline --no-fail-fast test_roundtrip"),
+        ("cmake", "why does test_misc fail?", "ctest --test-dir build -R test_misc"),
+        ("python", "why does test_parse_empty fail?", "python3 -m pytest -q -k test_parse_empty"),
+    ],
+)
+def test_a_named_test_is_scoped_in_every_language(kind, query, expected):
+    from terminus.models.scripted import plan
+
+    assert any(command.startswith(expected) for command, _ in plan(kind, ".", query)), plan(kind, ".", query)
+
+
+def test_a_src_layout_runs_with_pythonpath_from_where_the_command_runs():
+    from terminus.models.project import Declared
+    from terminus.models.scripted import plan
+
+    declared = Declared("./app/pyproject.toml\n./app/src/calc/__init__.py\n", "app")
+    assert plan("python", "app", "Run the tests", declared)[0][0].startswith("cd app && PYTHONPATH=src python3 -m")
+    scoped = plan("python", "app", "Run app/tests/test_calc.py", declared)[0][0]
+    assert scoped.startswith("PYTHONPATH=app/src python3 -m pytest -q app/tests/test_calc.py")

@@ -48,7 +48,8 @@ _REPORT_WORDS = """passed pass passes passing failed fail fails failing failure 
 build built builds succeeded success successful compile compiles compiled compilation exit code status ran run runs
 test tests suite suites first found project repository root missing dependency package packages module install fix
 cause causes likely line file timed out killed incomplete collection assertion panic panicked expected got want total
-skipped none ignored"""
+skipped none ignored installed dependencies project's script manager layout src importable itself resolution offline
+required actual left right fixture plugin provides functions subtest"""
 _STOP, _REPORT = frozenset(_STOP_WORDS.split()), frozenset(_REPORT_WORDS.split())
 
 

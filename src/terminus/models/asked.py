@@ -14,6 +14,14 @@ naming a failing command; a build naming a target; a dependency check).
 'server'
 >>> read_query("Run `node --check on the sources` and summarise.").command is None
 True
+>>> read_query("Why does TestVersion6 fail? And test_parse_empty?").names
+['TestVersion6', 'test_parse_empty']
+>>> read_query("Why does fnv_hash_standalone fail?").names, read_query("why does it fail?").names
+(['fnv_hash_standalone'], [])
+>>> read_query("Why does 'adds numbers' fail?").names
+['adds numbers']
+>>> read_query("Run tests/test_fields.py with PYTHONPATH=src and report.").env
+{'PYTHONPATH': 'src'}
 """
 
 from __future__ import annotations
@@ -39,6 +47,21 @@ TEST_FILE = re.compile(
 KEYWORD = re.compile(r"-k\s+(?:'([^']+)'|\"([^\"]+)\"|(\S+))")
 TARGET = re.compile(r"(?:--target\s+|\btarget\s+`?|`([\w.+-]+)`\s+target\b)([\w.+-]*)`?", re.I)
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# A test named by its function, not its file: Go's `TestX` (and `TestX/sub`), `test_x` in Python and Rust. A name
+# inside a file id (`tests/a.py::test_x`, `test_x.py`) is the file's, not another name.
+TEST_NAME = re.compile(r"(?<![\w/.:-])(Test[A-Z0-9_]\w*(?:/[\w-]+)?|test_\w+)(?![\w.])")
+# "why does fnv_hash_standalone fail": a name in a question about one test (snake_case, CamelCase or a path, so
+# that "why does it fail" names nothing).
+WHY_NAME = re.compile(
+    r"\b(?i:why (?:does|did|is) (?:the )?(?:test )?)`?((?:\w+::)*(?:[a-z]\w*_\w+|[A-Z][a-z0-9]+[A-Z]\w*))`?"
+    r"(?: test)? (?:fail|break|panic|error)"
+)
+# "why does 'adds numbers' fail": a JavaScript test's title, quoted (jest, vitest and mocha filter by title)
+WHY_TITLE = re.compile(
+    r"\b(?i:why (?:does|did|is) (?:the )?(?:test )?)[\"'“‘]([^\"'”’\n]{2,80})[\"'”’](?: test)? (?i:fail)"
+)
+# `with PYTHONPATH=src` in prose: a variable the query wants set for the run.
+PROSE_ENV = re.compile(r"(?<![\w`=])([A-Z][A-Z0-9_]*)=([^\s`'\",;]+)")
 
 
 @dataclass
@@ -49,6 +72,8 @@ class Asked:
     """Variables the named command sets before its program (`PYTHONPATH=src pytest ...`)."""
     tests: list[str] = field(default_factory=list)
     """Test files or ids the query names (pytest node ids, `*.test.js`, `*_test.go`)."""
+    names: list[str] = field(default_factory=list)
+    """Test functions the query names without a file (`TestVersion6`, `test_parse`, a quoted title): run only them."""
     keyword: str | None = None
     """A `-k` expression."""
     target: str | None = None
@@ -56,7 +81,7 @@ class Asked:
 
     @property
     def names_anything(self) -> bool:
-        return bool(self.command or self.tests or self.keyword or self.target)
+        return bool(self.command or self.tests or self.names or self.keyword or self.target)
 
 
 def named_command(span: str) -> tuple[str, dict[str, str]] | None:
@@ -84,6 +109,9 @@ def read_query(query: str) -> Asked:
             break
     if asked.command is None:
         asked.tests = list(dict.fromkeys(m.group(1) for m in TEST_FILE.finditer(query)))
+        named = [m.group(1) for m in TEST_NAME.finditer(query)] + WHY_NAME.findall(query) + WHY_TITLE.findall(query)
+        asked.names = [n for n in dict.fromkeys(named) if not any(n in t for t in asked.tests)]
+        asked.env = dict(PROSE_ENV.findall(query))
         keyword = KEYWORD.search(query)
         if keyword:
             asked.keyword = next(g for g in keyword.groups() if g)

@@ -1,9 +1,11 @@
 """`scripted`: a deterministic expert subagent with no model, the offline teacher and the tests' reference.
 
 It works only through the terminal, like a model: it first lists the build files, picks the project root
-and toolchain, runs the build and/or the tests the query asks for, reads the real output, and summarises
-each command with the facts a main agent needs (counts, failing tests, first error with file:line,
-warnings, missing dependency and the fix).
+and toolchain, reads what the project declares (a Node project's `package.json` test script and lockfile, a
+Python `src/` layout: `models.project`), runs the build and/or the tests the query asks for (its command, files,
+test names, variables), reads the real output, and summarises each command with the facts a main agent needs
+(counts, failing tests with file:line, expected and actual values, warnings with file:line, skips, a missing
+dependency or an unresolvable one, and the fix a developer would apply).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import PurePosixPath
 
 from terminus.agent.terminal import TOOL_NAME
 from terminus.models.asked import Asked, read_query
-from terminus.models.toolchains import missing_module, read_status, runner_for, toolchain_fact
+from terminus.models.project import Declared, go_run_pattern, missing_fact, node_filter
+from terminus.models.toolchains import read_status, runner_for, toolchain_fact
 
 DISCOVER = "find . -maxdepth 3 -not -path '*/.*' -not -path '*/node_modules/*' | sort | head -500"
 # Build file -> (kind, priority). Lower priority wins when several sit in the same folder.
@@ -35,9 +38,11 @@ NO_TEST = re.compile(r"\b(only|just)\s+(build|compile)|\bdo(?:n't| not) run (?:t
 
 
 def logged(build: str) -> str:
-    """A build whose full log goes to a file; the terminal shows errors, the warning count and the tail."""
+    """A build whose full log goes to a file; the terminal shows errors and warnings (each with its file:line),
+    the warning count and the tail."""
     return (
-        f'{build} > "$TMPDIR/build.log" 2>&1; rc=$?; grep -E ": (fatal )?error" "$TMPDIR/build.log" | head -20; '
+        f'{build} > "$TMPDIR/build.log" 2>&1; rc=$?; '
+        f'grep -E ": (fatal )?(error|warning)" "$TMPDIR/build.log" | head -20; '
         f'echo "warnings: $(grep -c ": warning:" "$TMPDIR/build.log")"; tail -3 "$TMPDIR/build.log"; exit $rc'
     )
 
@@ -112,15 +117,49 @@ CARGO_KEEP = (
     r"^\s+(left|right):' "
     '"$LOG"'
 )
-# go -v prints a failing test's last log line (its t.Fatalf) just before "--- FAIL"
-GO_KEEP = "awk '/^--- FAIL/ {print prev} /^(--- (PASS|FAIL)|ok |FAIL)/ {print} {prev = $0}' \"$LOG\""
+# go -v prints a failing (or skipped) test's last log line, its t.Fatalf or t.Skip reason, just before "--- FAIL"
+GO_KEEP = (
+    "awk '/^[[:space:]]*--- (FAIL|SKIP)/ {print prev} "
+    '/^(--- (PASS|FAIL)|[[:space:]]*--- SKIP|ok |FAIL)/ {print} {prev = $0}\' "$LOG"'
+)
+# Any JavaScript runner a package.json script starts (tape, uvu, jest, vitest, mocha, node:test): its counts, failing
+# tests, expected/actual values, locations, and a missing program or module.
+JS_KEEP = (  # POSIX classes: the sandbox's awk may be mawk. Values sit on the lines after some markers: a YAML
+    # block (`expected: |-`), mocha's `+ expected - actual` diff, the title after mocha's numbered failure.
+    r"awk '{ if (n > 0) { print; n-- } else if (p ~ /(expected|actual): [|]-?$|^[[:space:]]+[0-9]+[)] / || "
+    r"$0 ~ /^[[:space:]]*(not )?ok [0-9]+ |^# (tests|pass|fail|skip)|✘|✖|✕|×|FAIL|●|failing|passing|pending|"
+    r"Tests:|Test Files|Total:|Passed:|Skipped:|not found|Cannot find|Error|[Ee]xpected|[Aa]ctual|Received|"
+    r"^[[:space:]]+[0-9]+[)] |[.][cm]?[jt]s:[0-9]+:[0-9]+/) print; if ($0 ~ /expected - actual$/) n = 4; p = $0 }' "
+    '"$LOG"'
+)
 
 
-def recipes() -> dict[str, tuple[tuple[str, int] | None, tuple[str, int], bool]]:
-    """kind -> (build command and timeout or None, test command and timeout, whether the build always runs)."""
+def _js_keep(declared: Declared) -> str:
+    """node:test's own filter for a script that is `node --test` (its reader needs the file:line lines it keeps)."""
+    return NODE_KEEP if re.match(r"node (?:--[\w-]+ )*--test\b", declared.test_script or "") else JS_KEEP
+
+
+def _python_env(declared: Declared, asked: Asked, root: str) -> str:
+    """`PYTHONPATH=src ` for a src layout (from where the command runs), and the variables the query names."""
+    env = {"PYTHONPATH": "src" if root in ("", ".") else f"{root}/src"} if declared.src else {}
+    env.update(asked.env)
+    return "".join(f"{k}={shlex.quote(v)} " for k, v in env.items())
+
+
+def recipes(
+    declared: Declared | None = None, asked: Asked | None = None
+) -> dict[str, tuple[tuple[str, int] | None, tuple[str, int], bool]]:
+    """kind -> (build command and timeout or None, test command and timeout, whether the build always runs).
+
+    What the project declares comes first: its `package.json` test script run by its package manager, its `src/`
+    layout on the import path."""
+    declared = declared or Declared()
+    env = _python_env(declared, asked or Asked(), ".")
+    node = filtered(declared.test_command(), _js_keep(declared)) if declared.test_script else None
+    node = node or filtered("node --test", NODE_KEEP)
     return {
-        "python": (("python3 -m compileall -q .", 60_000), ("python3 -m pytest -q 2>&1", 120_000), False),
-        "node": (None, (filtered("node --test", NODE_KEEP), 120_000), False),
+        "python": (("python3 -m compileall -q .", 60_000), (f"{env}python3 -m pytest -q 2>&1", 120_000), False),
+        "node": (None, (node, 120_000), False),
         "cmake": (
             (f"cmake -S . -B build >/dev/null && {logged('cmake --build build')}", 180_000),
             ("ctest --test-dir build --output-on-failure 2>&1", 120_000),
@@ -164,10 +203,14 @@ def _program(command: str) -> str | None:
     return words[0] if words else None
 
 
-def scoped(kind: str, asked: Asked) -> tuple[str, int] | None:
-    """The test (or build) run narrowed to what the query names: files, ids, a keyword, a target."""
+def scoped(kind: str, asked: Asked, declared: Declared | None = None, root: str = ".") -> tuple[str, int] | None:
+    """The test (or build) run narrowed to what the query names: files, ids, test names, a keyword, a target."""
+    declared = declared or Declared()
     quoted = " ".join(shlex.quote(t) for t in asked.tests)
     keyword = shlex.quote(asked.keyword) if asked.keyword else ""
+    idents = [n for n in asked.names if re.fullmatch(r"[\w:/]+", n)]  # a quoted title filters JavaScript runners only
+    if not keyword and idents and kind == "python":
+        keyword = shlex.quote(" or ".join(idents))
     if asked.target:
         build = {"cmake": f"cmake --build build --target {shlex.quote(asked.target)}", "make": f"make {asked.target}"}
         if kind in build:
@@ -175,12 +218,21 @@ def scoped(kind: str, asked: Asked) -> tuple[str, int] | None:
             return f"{prefix}{logged(build[kind])}", 180_000
         return None
     if kind == "python" and (quoted or keyword):
-        return f"python3 -m pytest -q {quoted}{' -k ' + keyword if keyword else ''}".rstrip() + " 2>&1", 120_000
-    name = keyword or (shlex.quote(asked.tests[0].split("::")[-1]) if asked.tests else "")
+        env = _python_env(declared, asked, root)
+        args = " ".join(filter(None, [quoted, f"-k {keyword}" if keyword else ""]))
+        return f"{env}python3 -m pytest -q {args} 2>&1", 120_000
+    named = idents[0] if idents else ""
+    name = keyword or shlex.quote(named) or (shlex.quote(asked.tests[0].split("::")[-1]) if asked.tests else "")
+    title = asked.names[0] if asked.names else ""
+    if kind == "node" and declared.test_script and (asked.tests or title):
+        narrow = node_filter(declared.test_script, title) if title else ""
+        return filtered(declared.test_command(" ".join(filter(None, [quoted, narrow]))), _js_keep(declared)), 120_000
     if kind == "node" and asked.tests:
         return filtered(f"node --test {quoted}", NODE_KEEP), 120_000
     if kind == "rust" and name:
         return filtered(f"cargo test --offline --no-fail-fast {name} -- --test-threads=1", CARGO_KEEP), 180_000
+    if kind == "go" and idents and not keyword:
+        return filtered(f"go test -v -run {go_run_pattern(idents)} ./...", GO_KEEP), 120_000
     if kind == "go" and name:
         return filtered(f"go test -v -run {name} ./...", GO_KEEP), 120_000
     if kind == "cmake" and name:
@@ -188,19 +240,21 @@ def scoped(kind: str, asked: Asked) -> tuple[str, int] | None:
     return None
 
 
-def plan(kind: str | None, root: str, query: str) -> list[tuple[str, int]]:
+def plan(kind: str | None, root: str, query: str, declared: Declared | None = None) -> list[tuple[str, int]]:
     """The commands for a project kind and a query, with their timeouts in ms: what the query asks for (a command it
-    names, its tests, a target), else the kind's build and tests as the query's words ask."""
-    steps = _plan(kind, root, query)
+    names, its tests, a target), else the kind's build and tests as the query's words ask and the project declares."""
+    steps = _plan(kind, root, query, declared or Declared(root=root))
     return [(with_toolchain(command, _program(command) or KIND_PROGRAM.get(kind)), t) for command, t in steps]
 
 
-def _plan(kind: str | None, root: str, query: str) -> list[tuple[str, int]]:
+def _plan(kind: str | None, root: str, query: str, declared: Declared) -> list[tuple[str, int]]:
     asked = read_query(query)
     if kind is None and asked.tests:  # no build file found: the named tests say which toolchain runs them
         suffix = asked.tests[0].split("::")[0]
         kind = "python" if suffix.endswith(".py") else "go" if suffix.endswith("_test.go") else "node"
-    build, test, build_always = recipes()[kind] if kind else (None, None, False)
+    build, test, build_always = recipes(declared, asked)[kind] if kind else (None, None, False)
+    if kind == "node" and asked.command and _refines("node --test", asked.command):
+        test = recipes()["node"][1]  # `node --test` named: node:test's own filtered run, not the script
     usual = bool(asked.command) and any(step and _refines(_run_part(step[0]), asked.command) for step in (build, test))
     if asked.command and not usual:
         # Not the toolchain's usual run: exactly what was asked, where the main agent stands (the root).
@@ -208,7 +262,7 @@ def _plan(kind: str | None, root: str, query: str) -> list[tuple[str, int]]:
         return [(asked.command + redirect, (test or build or ("", 120_000))[1])]
     if kind is None:
         return []
-    if asked.names_anything and not asked.command and (narrowed := scoped(kind, asked)):
+    if asked.names_anything and not asked.command and (narrowed := scoped(kind, asked, declared, root)):
         if asked.target or kind == "python":  # named from the repository root, as the main agent sees it
             return [narrowed]
         test = narrowed
@@ -244,16 +298,16 @@ def pick_project(listing: str) -> tuple[str, str] | None:
 _ABSOLUTE_WORKSPACE = re.compile(r"(?:file://)?(?:/[\w.-]+)*/workspace/")
 
 
-def summarise(kind: str, command: str, observation: str) -> str:
+def summarise(kind: str, command: str, observation: str, declared: Declared | None = None) -> str:
     """Facts from one command's output, in one or two sentences: its runner's, a missing dependency, the exit code."""
+    declared = declared or Declared()
     status = read_status(observation)
     if status.timed_out:
         return "Timed out before finishing; results are incomplete."
     text = _ABSOLUTE_WORKSPACE.sub("", observation)  # paths relative to the repository, as the main agent sees it
     facts = runner_for(without_toolchain(command)).parse(command, text, status.exit_code)
-    if missing := missing_module(text):
-        fix = {"python": f"pip install {missing}", "node": f"npm install {missing}"}.get(kind, f"install {missing}")
-        facts.append(f"missing dependency '{missing}' (fix: {fix})")
+    if missing := missing_fact(kind, text, declared):
+        facts.append(missing)
     if ran := toolchain_fact(text):
         facts.append(ran)
     facts.append(f"exit code {status.exit_code}")
@@ -274,7 +328,13 @@ class ScriptedPolicy:
                 return _answer([])
             return _call(DISCOVER, 30_000)
         project = pick_project(done[0][1])
-        steps = plan(*(project or (None, ".")), query)
+        kind, root = project or (None, ".")
+        manifest = f"cat {root}/package.json" if root not in ("", ".") else "cat package.json"
+        if kind == "node" and not answer_now and all(c != manifest for c, _ in done):
+            return _call(manifest, 10_000)  # its test script says how the project is tested
+        read = next((obs for c, obs in done if c == manifest), None) if kind == "node" else None
+        declared = Declared(done[0][1], root, read)
+        steps = plan(kind, root, query, declared)
         issued = {command for command, _ in done}
         remaining = [s for s in steps if s[0] not in issued]
         stop = answer_now or not remaining or _build_failed(done)
@@ -286,8 +346,14 @@ class ScriptedPolicy:
             if command == DISCOVER:
                 where = "the repository root" if project and project[1] == "." else project and f"{project[1]}/"
                 summary = f"Found a {kind} project at {where}." if project else "No recognised build files found."
+                if declared.src and kind == "python":
+                    summary = summary[:-1] + f"; src layout ({', '.join(declared.src)} under src/)."
+            elif command == manifest:
+                script = f"`{declared.test_script}`" if declared.test_script else "none (node --test runs the tests)"
+                status = read_status(obs).exit_code
+                summary = f"test script: {script}; package manager: {declared.pm}; exit code {status}."
             else:
-                summary = summarise(kind, command, obs)
+                summary = summarise(kind, command, obs, declared)
             entries.append({"command": shown(command), "summary": summary})
         return _answer(entries)
 

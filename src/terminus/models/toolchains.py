@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from terminus.agent.terminal import EXIT_STATUS, TIMEOUT_STATUS
+from terminus.models.jslogs import js_test, node_test
 
 
 def _template(template: str, field: str, pattern: str) -> str:
@@ -55,12 +56,25 @@ def missing_module(text: str) -> str | None:
     match = _first(r"ModuleNotFoundError: No module named '([\w.]+)'", text) or _first(
         r"Cannot find (?:module|package) '([^']+)'", text
     )
-    return match.group(1).split(".")[0] if match else None
+    if not match:
+        return None
+    name = match.group(1)
+    # a relative path (`../lib`) is a file of the project, a scoped package (`@scope/x`) is one name
+    return name if name.startswith((".", "/", "@")) else name.split("/")[0].split(".")[0]
+
+
+def not_installed(text: str) -> str | None:
+    """The program a shell could not find (`sh: 1: uvu: not found`): a script's runner that is not installed."""
+    match = _first(r"^(?:/bin/)?(?:sh|bash)(?:: (?:line )?\d+)?: ([\w./@-]+): (?:command )?not found$", text)
+    return match.group(1) if match else None
 
 
 # pytest's short summary line: `FAILED tests/a.py::test_x[with space] - AssertionError: message` (the id runs to
 # " - ", so parametrised ids with spaces stay whole).
-_PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - (.*))?$", re.M)
+# pytest 9's subtests print `SUBFAILED[msg] id - ...` and `SUBFAILED(k=v) id - ...`: the marker names the subtest.
+_PYTEST_SUMMARY = re.compile(
+    r"^(?:FAILED|ERROR|SUB(?:FAILED|ERROR)(\[[^\]\n]*\]|\((?:[^()\n]|\([^()\n]*\))*\))) (.+?)(?: - (.*))?$", re.M
+)
 # Where a failure happened, in each traceback style pytest prints: long/auto (`path:12: AssertionError`), short
 # (`path:12: in test_x` followed by `E   ...`), line (`/abs/path:12: assert 1 == 2`).
 _PYTEST_LOCATION = re.compile(r"^(\S+\.py):(\d+): (.*)$", re.M)
@@ -73,7 +87,7 @@ def _pytest_causes(text: str) -> dict[str, str]:
     causes: dict[str, str] = {}
     sections = list(_PYTEST_SECTION.finditer(text))
     if not sections:  # --tb=line: one `path:line: message` per failure, in the order of the summary
-        tests = [m.group(1).strip() for m in _PYTEST_SUMMARY.finditer(text)]
+        tests = [m.group(2).strip() for m in _PYTEST_SUMMARY.finditer(text)]
         lines = [m for m in _PYTEST_LOCATION.findall(text) if not m[2].startswith("in ")]
         if len(lines) == len(tests):
             for test, (path, line, message) in zip(tests, lines, strict=True):
@@ -96,14 +110,28 @@ def _pytest_causes(text: str) -> dict[str, str]:
     return causes
 
 
+# Fixtures a well-known plugin provides: a missing one names the plugin to install.
+FIXTURE_PLUGINS = {
+    "mocker": "pytest-mock",
+    "benchmark": "pytest-benchmark",
+    "freezer": "pytest-freezer",
+    "httpserver": "pytest-httpserver",
+    "event_loop": "pytest-asyncio",
+}
+
+
 def pytest(command: str, text: str, code: int | None) -> list[str]:
     facts = []
     counts = _first(r"^=*\s*((?:\d+ \w+(?: \w+)?,? ?)+) in [\d.?]+s", text)
     facts.append(f"pytest: {counts.group(1).strip()}" if counts else "pytest did not report a summary")
-    summary = [(m.group(1).strip(), (m.group(2) or "").strip()) for m in _PYTEST_SUMMARY.finditer(text)]
+    every = [(m.group(2).strip() + (f" {m.group(1)}" if m.group(1) else ""), (m.group(3) or "").strip())
+             for m in _PYTEST_SUMMARY.finditer(text)]  # fmt: skip
+    # a test whose subtests failed is reported again as "contains N failed subtest(s)": its subtests are the news
+    summary = [(test, msg) for test, msg in every if not re.fullmatch(r"contains \d+ failed subtests?", msg)]
     named = [test for test, _ in summary]
     # The terminal keeps head and tail: the summary lines it cut still count, as "(+N more)".
     reported = sum(int(n) for n in re.findall(r"(\d+) (?:failed|errors?)\b", counts.group(1))) if counts else 0
+    reported -= len(every) - len(summary)
     facts += _failing(named, limit=10)
     if reported > min(len(named), 10) and named:
         facts[-1] += f" (+{reported - min(len(named), 10)} more)"
@@ -115,6 +143,12 @@ def pytest(command: str, text: str, code: int | None) -> list[str]:
     elif collection := _first(r'^E\s+File "([^"]+)", line (\d+)[\s\S]*?^E\s+(\w+(?:Error|Exception)):? ?(.*)$', text):
         path, line, error, message = collection.groups()
         facts.append(f"collection error: {error} at {path}:{line}" + (f" ({message[:160]})" if message else ""))
+    # A fixture no installed plugin provides: every test using it errors at setup, with one cause.
+    for fixture in dict.fromkeys(re.findall(r"^E\s+fixture '(\w+)' not found$", text, re.M)):
+        plugin = FIXTURE_PLUGINS.get(fixture)
+        facts.append(
+            f"fixture '{fixture}' not found" + (f" (the {plugin} plugin provides it: not installed)" if plugin else "")
+        )
     # Each failure's cause, in any traceback style: from its section, else from its summary line's message.
     # Failures at one place (a parametrised test) are stated once, with how many more failed there.
     causes = _pytest_causes(text)
@@ -141,30 +175,13 @@ def toolchain_fact(text: str) -> str | None:
     return f"ran with {path or 'an unknown interpreter'} ({' '.join(version.split())[:80]})"
 
 
-def node_test(command: str, text: str, code: int | None) -> list[str]:
-    facts = []
-    passed, failed = _first(r"^# pass (\d+)", text), _first(r"^# fail (\d+)", text)
-    if passed and failed:
-        facts.append(f"node:test: {passed.group(1)} passed, {failed.group(1)} failed")
-    names = re.findall(r"^\s*not ok \d+ - (.+)$", text, re.M)
-    names = [n for n in names if not n.endswith(".js") and not n.endswith(".mjs")]
-    facts += _failing(names, limit=10)
-    loc = _first(r"\(([\w./-]+\.m?js):(\d+):\d+\)", text)
-    if loc and names:
-        facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
-    syntax = _first(r"^(?:# )?([\w./-]+\.m?js):(\d+)\n[\s\S]{0,600}?^(?:# )?SyntaxError: (.+)$", text)
-    if syntax:
-        path, line, message = syntax.groups()
-        facts.append(f"the code does not load: SyntaxError at {path}:{line} ({message[:160]})")
-    return facts
-
-
 def c_build(command: str, text: str, code: int | None) -> list[str]:
     """cmake --build or make, whose log went to a file (`scripted.logged`): errors, warning count, tail."""
     facts = []
     errors = re.findall(r"^([\w./-]+\.(?:c|cc|cpp|h|hpp)):(\d+):\d+: (?:fatal )?error: (.+)$", text, re.M)
     counted = _first(r"^warnings: (\d+)$", text)
     warnings = int(counted.group(1)) if counted else len(re.findall(r"^[\w./-]+:\d+:\d+: warning:", text, re.M))
+    located = re.findall(r"^([\w./-]+):(\d+):\d+: warning: (.+?)(?: \[-W[\w=-]+\])?$", text, re.M)
     if errors:
         path, line, message = errors[0]
         facts.append(f"build failed: {len(errors)} error(s); first at {path}:{line}: {message}")
@@ -172,8 +189,21 @@ def c_build(command: str, text: str, code: int | None) -> list[str]:
         facts.append("build succeeded")
     else:
         facts.append("build failed")
-    facts.append(f"{warnings} warning(s)")
+    facts.append(f"{warnings} warning(s)" + _places(located))
     return facts
+
+
+def _places(located: list[tuple[str, str, str]], limit: int = 5) -> str:
+    """`: path:line message; ...` for each distinct warning (at most `limit`, then how many more)."""
+    unique = list(dict.fromkeys(f"{path}:{line} {message[:100]}" for path, line, message in located))
+    if not unique:
+        return ""
+    more = f" (+{len(unique) - limit} more)" if len(unique) > limit else ""
+    return ": " + "; ".join(unique[:limit]) + more
+
+
+# Unity (C unit tests) prints `path:line:test_function:FAIL: message` for each failing test function.
+_UNITY_FAIL = re.compile(r"^([\w./-]+\.c):(\d+):(\w+):FAIL:?\s*(.*)$", re.M)
 
 
 def ctest(command: str, text: str, code: int | None) -> list[str]:
@@ -183,8 +213,19 @@ def ctest(command: str, text: str, code: int | None) -> list[str]:
         failed, total = int(summary.group(2)), int(summary.group(3))
         facts.append(f"ctest: {total - failed} passed, {failed} failed of {total}")
     facts += _failing(re.findall(r"^\s*\d+ - (\S+) \(Failed\)", text, re.M))
+    unity = list(dict.fromkeys(_UNITY_FAIL.findall(text)))
+    if unity:
+        shown = [
+            f"{name} at {path}:{line}" + (f" ({message[:100]})" if message else "")
+            for path, line, name, message in unity
+        ]
+        facts.append(
+            "failing test functions: "
+            + "; ".join(shown[:8])
+            + (f" (+{len(shown) - 8} more)" if len(shown) > 8 else "")
+        )
     loc = _first(r"^([\w./-]+\.(?:c|cc|cpp)):(\d+): .*(?:FAIL|Assertion|assert)", text)
-    if loc:
+    if loc and not unity:
         facts.append(f"first failure at {loc.group(1)}:{loc.group(2)}")
     return facts
 
@@ -205,11 +246,24 @@ def cargo(command: str, text: str, code: int | None) -> list[str]:
     panic = _first(r"panicked at ([^\s:]+):(\d+):\d+:\n(.+)", text)
     if panic:
         facts.append(f"first panic at {panic.group(1)}:{panic.group(2)}: {panic.group(3).strip()[:160]}")
+        left, right = _first(r"^\s+left: (.+)$", text), _first(r"^\s+right: (.+)$", text)
+        if left and right:
+            facts.append(f"left: {left.group(1).strip()[:80]}, right: {right.group(1).strip()[:80]}")
+    # dependency resolution and other errors without a source location (offline and lockfile problems)
+    other = _first(r"^error: ((?:failed to|no matching package|failed to select|could not|the lock file).+)$", text)
+    if other and not err:
+        offline = " (offline mode)" if "offline" in text else ""
+        facts.append(f"dependency resolution failed{offline}: {other.group(1).strip()[:200]}")
+        if required := _first(r"required by package `([^`(]+?)(?: \([^`]*\))?`", text):
+            facts[-1] += f"; required by {required.group(1)}"
+        if cause := _first(r"^Caused by:\n\s+(.+)$", text):
+            facts[-1] += f"; caused by: {cause.group(1).strip()[:160]}"
     if not facts:
         facts.append("build succeeded" if code == 0 else "failed")
-    warnings = len(re.findall(r"^warning: (?!.*generated \d+ warnings?)", text, re.M))
-    if "build" in command:
-        facts.append(f"{warnings} warning(s)")
+    warnings = re.findall(r"^warning: (?!.*generated \d+ warnings?)(.+)\n\s*--> ([^\s:]+):(\d+):\d+", text, re.M)
+    if "build" in command and not (other and not err):  # nothing compiled when resolution failed
+        count = len(re.findall(r"^warning: (?!.*generated \d+ warnings?)", text, re.M))
+        facts.append(f"{count} warning(s)" + _places([(path, line, message) for message, path, line in warnings]))
     return facts
 
 
@@ -227,7 +281,11 @@ def go(command: str, text: str, code: int | None) -> list[str]:
         if names:
             more = f" (+{len(names) - 10} more)" if len(names) > 10 else ""
             facts.append("failing tests: " + ", ".join(names[:10]) + more)
-    where = _first(r"^\s+([\w./-]+_test\.go):(\d+): (.+)$", text)
+    skip = r"^\s+([\w./-]+_test\.go:\d+): (.+)\n\s*--- SKIP: (\S+)"  # the reason is logged before the result
+    if skips := re.findall(skip, text, re.M):
+        facts.append("skipped: " + "; ".join(f"{name} ({where}: {why[:80]})" for where, why, name in skips[:5]))
+    unskipped = re.sub(skip, "", text, flags=re.M)
+    where = _first(r"^\s+([\w./-]+_test\.go):(\d+): (.+)$", unskipped)
     if names and where:
         facts.append(f"first failure at {where.group(1)}:{where.group(2)}: {where.group(3)[:160]}")
     if err and not (names and "go test" in command):
@@ -250,7 +308,10 @@ def compileall(command: str, text: str, code: int | None) -> list[str]:
 
 
 def any_command(command: str, text: str, code: int | None) -> list[str]:
-    return ["succeeded" if code == 0 else "failed"]
+    facts = ["succeeded" if code == 0 else "failed"]
+    if target := _first(r"No rule to make target '([^']+)'", text):  # `make test` where the Makefile has none
+        facts.append(f"the Makefile has no '{target.group(1)}' target")
+    return facts
 
 
 @dataclass(frozen=True)
@@ -263,6 +324,9 @@ class Runner:
 # First match wins: the cmake build command also names its build folder, so it comes before ctest.
 RUNNERS = (
     Runner("pytest", lambda c: "pytest" in c, pytest),
+    Runner(
+        "npm test", lambda c: re.match(r"^(?:cd \S+ && )?(npm|yarn|pnpm|bun) (run )?test\b", c) is not None, js_test
+    ),
     Runner("node --test", lambda c: "node --test" in c, node_test),
     Runner("cmake/make build", lambda c: "cmake --build" in c or "make >" in c, c_build),
     Runner("ctest", lambda c: "ctest" in c, ctest),
@@ -274,4 +338,5 @@ RUNNERS = (
 
 
 def runner_for(command: str) -> Runner:
+    """The runner whose parser reads this command's output."""
     return next(r for r in RUNNERS if r.matches(command))
