@@ -87,7 +87,9 @@ def smoke_rows(cached: Path) -> list[str]:
     order = {"none": 0, "scripted": 1, "base": 2, "sft": 3, "grpo": 4}
     for row in sorted(repair, key=lambda r: (order.get(r["subagent"], 9), r["context"] != "full", r["context"])):
         usable = (
-            _interval(execution.get(row["subagent"], {}), "usable_answer_rate") if row["context"] == "full" else ""
+            _interval(execution.get(row["subagent"], {}), "usable_answer_rate")
+            if row["context"] == "full"
+            else "as full"
         )
         cells = [
             row["subagent"], row["context"], row["n"], _interval(row, "resolve_rate"),
@@ -98,7 +100,10 @@ def smoke_rows(cached: Path) -> list[str]:
     lines += [
         "",
         "At n = 3 every non-inferiority verdict is `inconclusive`: the interval on a resolve-rate difference of three "
-        "tasks cannot exclude the margin, and that is the honest answer. docs/results.md has every metric.",
+        "tasks cannot exclude the margin, and that is the honest answer. Masking and summaries cut the reader's "
+        "tokens but rewrite old messages, so the provider's prompt cache no longer serves the prefix: in dollars "
+        "they cost more than the full context here, truncation and extraction less. docs/results.md has every "
+        "metric.",
     ]
     return lines
 
