@@ -50,7 +50,7 @@ def test_the_pages_are_what_the_tables_say():
 def test_a_hand_edited_or_stale_figure_is_caught():
     edited = README.replace("<!-- f:smoke_repair -->", "<!-- f:smoke_repair -->9", 1)
     assert edited != README and readme_results.render(edited) == README
-    table = README.replace("| scripted | 3", "| scripted | 4", 1)
+    table = README.replace("| scripted | full | 3", "| scripted | full | 4", 1)
     assert table != README and readme_results.render(table) == README
     with pytest.raises(SystemExit, match="no_such_figure"):
         readme_results.render(README + "<!-- f:no_such_figure -->1<!-- /f -->")

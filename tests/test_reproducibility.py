@@ -103,6 +103,10 @@ def smoke_tables(run: Path, commit: str, recall: float = 0.5) -> Path:
         (run / "models" / stage / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (run / "eval" / "records.jsonl").write_text(json.dumps({"task_id": "t1", "fact_recall": recall, **stamp}) + "\n")
     (run / "eval" / "summary.csv").write_text(f"cell,fact_recall,wall_s\nreader__sft,{recall},1.5\n")
+    (run / "eval" / "noninferiority.csv").write_text(
+        "benchmark,arm,reference,resolve_diff,lo,hi,margin,p_holm,verdict\n"
+        "repair,reader__sft__full,reader__none__full,0.0,-0.7076,0.7076,0.025,1.0,inconclusive\n"
+    )
     return run
 
 
@@ -211,7 +215,7 @@ def test_one_fresh_run_against_the_cached_tables_or_another_run(tmp_path):
     done = reproduce_check(tmp_path / "work", cached, out, "--load", "cpu-hog", "--workers", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(out.read_text())
-    assert len(result["identical"]) == 9 and result["differing"] == []
+    assert len(result["identical"]) == len(FILES) and result["differing"] == []
     assert result["load"] == {"kind": "cpu-hog", "workers": 2} and result["loaded_run"] == "fresh"
     assert result["against"] == str(cached) and result["wall_s"] == {}  # resumed: no DAG ran
 

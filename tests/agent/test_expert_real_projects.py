@@ -8,7 +8,10 @@ project>`, another test's failure for a named one, a dropped offline resolution 
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,22 @@ pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bwrap is not insta
 def needs(program: str) -> None:
     if shutil.which(program) is None:
         pytest.skip(f"{program} is not installed on this machine")
+
+
+def plain_python(monkeypatch) -> None:
+    """The machine's own python3, as a developer's shell finds it, not terminus's venv: that venv has its own copy
+    of platformdirs and pytest plugins of its own, so the project would not run as its developer runs it (`make test`
+    puts the venv first on PATH). Skipped, saying why, where that python3 has no pytest or already has platformdirs."""
+    venv = str(Path(sys.prefix) / "bin")
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv)
+    monkeypatch.setenv("PATH", path)
+    python = shutil.which("python3", path=path)
+    if python is None:
+        pytest.skip("no python3 outside terminus's venv on this machine")
+    probe = "import importlib.util as u; print(bool(u.find_spec('pytest')), bool(u.find_spec('platformdirs')))"
+    found = subprocess.run([python, "-c", probe], capture_output=True, text=True).stdout.split()
+    if found != ["True", "False"]:
+        pytest.skip(f"{python} needs pytest and no platformdirs of its own for this check (has: {found})")
 
 
 def copy(name: str, tmp_path: Path, plant: dict[str, tuple[str, str]] | None = None) -> Path:
@@ -66,8 +85,8 @@ def test_node_uses_the_lockfiles_package_manager(tmp_path):
     assert commands[2].startswith("yarn test") and "package manager: yarn; exit code 0." in answer
 
 
-def test_python_src_layout_runs_with_pythonpath_and_reports_the_real_missing_module(tmp_path):
-    needs("python3")
+def test_python_src_layout_runs_with_pythonpath_and_reports_the_real_missing_module(tmp_path, monkeypatch):
+    plain_python(monkeypatch)
     repo = copy("platformdirs", tmp_path)
     commands, answer = ask(repo, "Run the tests and tell me what fails and why")
     assert "src layout (platformdirs under src/)" in answer
@@ -76,8 +95,8 @@ def test_python_src_layout_runs_with_pythonpath_and_reports_the_real_missing_mod
     assert "pip install platformdirs" not in answer
 
 
-def test_python_honours_a_named_command_and_a_named_variable(tmp_path):
-    needs("python3")
+def test_python_honours_a_named_command_and_a_named_variable(tmp_path, monkeypatch):
+    plain_python(monkeypatch)
     repo = copy("platformdirs", tmp_path)
     commands, answer = ask(repo, "Run `python -m pytest tests/test_api.py` and tell me why it fails")
     assert commands[-1].startswith("python -m pytest tests/test_api.py")  # exactly as asked
