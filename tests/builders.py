@@ -120,3 +120,25 @@ def kill_job(workflow_pid: int, marker: str) -> int:
         with contextlib.suppress(ProcessLookupError):  # it ended on its own meanwhile
             os.kill(pid, signal.SIGKILL)
     return len(victims)
+
+
+def arm_record(
+    arm: str, task: str, resolved, *, cost=None, tokens=None, task_type="build", seed=0, benchmark="repair"
+) -> dict:
+    """An eval record of the arm `<main>__<sub>__<context>` on `task`, with the fields the arms' analyses read."""
+    main, sub, context = arm.split("__")
+    return {
+        "benchmark": benchmark,
+        "main_agent": main,
+        "subagent": sub,
+        "context": context,
+        "seed": seed,
+        "task_id": task,
+        "task_type": task_type,
+        "resolved": resolved,
+        "main_agent_tokens": tokens,
+        "subagent_tokens": 0,
+        "total_tokens": tokens,
+        "cost_usd": cost,
+        "error": None,
+    }

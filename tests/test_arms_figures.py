@@ -12,25 +12,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
+from builders import arm_record as rec
 from terminus.analysis import arms, arms_plots
-
-
-def rec(arm: str, task: str, resolved, *, cost=None, tokens=None, task_type="build", seed=0, benchmark="repair"):
-    main, sub, context = arm.split("__")
-    return {
-        "benchmark": benchmark,
-        "main_agent": main,
-        "subagent": sub,
-        "context": context,
-        "seed": seed,
-        "task_id": task,
-        "task_type": task_type,
-        "resolved": resolved,
-        "main_agent_tokens": tokens,
-        "total_tokens": tokens,
-        "cost_usd": cost,
-        "error": None,
-    }
 
 
 def pareto_records() -> pd.DataFrame:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from builders import arm_record as rec
 from terminus.eval.noninferiority import (
     COLUMNS,
     ArmsError,
@@ -17,25 +18,6 @@ from terminus.eval.noninferiority import (
 from terminus.stats import holm, noninferiority_test
 
 KINDS = {"full": "full", "trunc10k": "truncate", "mask10": "mask", "extract": "extract"}
-
-
-def rec(arm: str, task: str, resolved, *, benchmark="repair", seed=0, cost=None, tokens=None) -> dict:
-    main, sub, context = arm.split("__")
-    return {
-        "benchmark": benchmark,
-        "main_agent": main,
-        "subagent": sub,
-        "context": context,
-        "seed": seed,
-        "task_id": task,
-        "task_type": "build",
-        "resolved": resolved,
-        "main_agent_tokens": tokens,
-        "subagent_tokens": 0,
-        "total_tokens": tokens,
-        "cost_usd": cost,
-        "error": None,
-    }
 
 
 def known_records() -> list[dict]:
