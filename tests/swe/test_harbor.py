@@ -237,12 +237,21 @@ def test_the_official_test_script_unchanged_in_the_tasks_image():
         assert after.resolved and after.reward == 1.0, (after.error, after.log)
 
 
+def own_python_binds(backend: str) -> tuple[str, ...]:
+    """This interpreter's environment where bwrap's private /tmp and /home would hide it (a checkout and its .venv
+    under /tmp, as CI clones may be): the offline test.sh runs this Python's pytest."""
+    if backend != "bwrap":
+        return ()
+    prefixes = [sys.prefix, str(Path(os.path.realpath(sys.executable)).parent.parent)]
+    return tuple(p for p in dict.fromkeys(prefixes) if p.startswith(("/tmp/", "/home/")))
+
+
 @pytest.mark.parametrize(
     "backend",
     ["local", pytest.param("bwrap", marks=pytest.mark.skipif(bwrap_path() is None, reason="bwrap missing"))],
 )
 def test_the_verifier_end_to_end_in_a_local_sandbox(backend, tmp_path):
-    with make_sandbox(SandboxSpec(backend), None) as box:
+    with make_sandbox(SandboxSpec(backend, binds=own_python_binds(backend)), None) as box:
         env = start_env(box)
         ws = box.inside_workspace
         task, solve = _offline_task(tmp_path, ws)
