@@ -22,6 +22,7 @@ from pathlib import Path
 
 from benchmark_result import write_result
 from terminus.config import git_commit
+from terminus.determinism import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 STAMP = re.compile(r"^\[(\w{3} \w{3}\s+\d+ \d\d:\d\d:\d\d \d{4})\]$")
@@ -94,22 +95,12 @@ def main() -> None:
         "what": "the smoke DAG (make demo's targets), every job from its start line to its finish line in "
         "Snakemake's log; jobs overlap on the cores, so the rules' sums exceed total_s",
         "cores": os.cpu_count(),
-        "cpu": _cpu(),
+        "cpu": machine()["cpu"],
         "total_s": parsed["elapsed_s"] if parsed["elapsed_s"] is not None else wall,
         "rules": summarise(parsed),
         "git_commit": git_commit(),
     }
     write_result("dag_times", result)
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 if __name__ == "__main__":

@@ -76,9 +76,18 @@ def deterministic(main: dict, sub: dict, context: dict) -> bool:
     return main_fixed and sub_fixed and context_fixed
 
 
+def _contexts(eval_cfg: dict) -> dict[str, dict]:
+    return eval_cfg.get("contexts") or {FULL: {"kind": "full"}}
+
+
+def runs_once(main: dict, sub: dict, context: dict, bench: str) -> bool:
+    """The cell is `deterministic`; an execution cell has no main agent to sample."""
+    return deterministic(main if bench != "execution" else {"kind": "reader"}, sub, context)
+
+
 def cells(eval_cfg: dict) -> list[tuple[dict, dict, str, str, int]]:
     out = []
-    contexts = eval_cfg.get("contexts") or {FULL: {"kind": "full"}}
+    contexts = _contexts(eval_cfg)
     for i, main in enumerate(eval_cfg["main_agents"]):
         for sub in eval_cfg["subagents"]:
             for context, spec in contexts.items():
@@ -90,9 +99,7 @@ def cells(eval_cfg: dict) -> list[tuple[dict, dict, str, str, int]]:
                     values = {"main": main["name"], "subagent": sub["name"], "context": context, "benchmark": bench}
                     if any(_matches(rule, values) for rule in eval_cfg.get("exclude") or []):
                         continue
-                    seeds = eval_cfg["seeds"]
-                    if deterministic(main if bench != "execution" else {"kind": "reader"}, sub, spec):
-                        seeds = seeds[:1]
+                    seeds = eval_cfg["seeds"][:1] if runs_once(main, sub, spec, bench) else eval_cfg["seeds"]
                     for seed in seeds:
                         out.append((main, sub, context, bench, seed))
     return out
@@ -117,9 +124,7 @@ def find_cell(eval_cfg: dict, name: str) -> tuple[dict, dict, str, str, int]:
 def cell_runs_once(eval_cfg: dict, name: str) -> bool:
     """The cell is deterministic, so it runs under its first seed alone (`deterministic`)."""
     main, sub, context, bench, _ = find_cell(eval_cfg, name)
-    contexts = eval_cfg.get("contexts") or {FULL: {"kind": "full"}}
-    main = main if bench != "execution" else {"kind": "reader"}
-    return len(eval_cfg["seeds"]) > 1 and deterministic(main, sub, contexts[context])
+    return len(eval_cfg["seeds"]) > 1 and runs_once(main, sub, _contexts(eval_cfg)[context], bench)
 
 
 def cell_subagent(eval_cfg: dict, name: str) -> dict:
@@ -128,8 +133,7 @@ def cell_subagent(eval_cfg: dict, name: str) -> dict:
 
 def cell_context_model(eval_cfg: dict, name: str) -> dict | None:
     """The model the cell's context policy calls (summarize, prune), else None."""
-    context = find_cell(eval_cfg, name)[2]
-    return ((eval_cfg.get("contexts") or {}).get(context) or {}).get("model")
+    return _contexts(eval_cfg).get(find_cell(eval_cfg, name)[2], {}).get("model")
 
 
 def cell_needs_gpu(eval_cfg: dict, name: str) -> bool:

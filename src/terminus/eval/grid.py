@@ -167,27 +167,33 @@ def fail_alone(job, cell: CellRun, item_id: str, language: str, source: str, tas
     return run
 
 
-def check_models(eval_cfg: Eval, names: list[str] | None = None) -> Eval:
-    """Local-model subagents of the named cells (default: all) name folders that exist: the eval section with those
-    models as absolute paths (a new one; the loaded config is not changed)."""
+def _local_model(model: str, where: str) -> str:
+    """A local model's folder, absolute when it exists; a hub id (e.g. Qwen/Qwen3-4B) as given; an error naming
+    `where` for a path that does not exist."""
+    found = resolve_model(model)
+    if not Path(found).exists() and (Path(found).is_absolute() or found.startswith((".", "results/"))):
+        raise CellError(f"{where}: model folder {resolve(found)} does not exist")
+    return found
 
-    wanted = {find_cell(filled(eval_cfg), n)[1]["name"] for n in names} if names else None
-    wanted_contexts = {find_cell(filled(eval_cfg), n)[2] for n in names} if names else None
+
+def check_models(eval_cfg: Eval, names: list[str] | None = None) -> Eval:
+    """Local models of the named cells (default: all), their subagents' and their contexts' (a summarizer or pruner),
+    name folders that exist: the eval section with those models as absolute paths (a new one; the loaded config is
+    not changed)."""
+
+    found = [find_cell(filled(eval_cfg), n) for n in names] if names else None
+    wanted = {cell[1]["name"] for cell in found} if found else None
+    wanted_contexts = {cell[2] for cell in found} if found else None
     contexts = {}
-    for name, ctx in eval_cfg.contexts.items():  # a summarizer or pruner that is a local model is checked too
+    for name, ctx in eval_cfg.contexts.items():
         if ctx.model and ctx.model.policy in LOCAL_POLICIES and (wanted_contexts is None or name in wanted_contexts):
-            model = resolve_model(ctx.model.model)
-            if not Path(model).exists() and (Path(model).is_absolute() or model.startswith((".", "results/"))):
-                raise CellError(f"eval.contexts {name}: model folder {resolve(model)} does not exist")
+            model = _local_model(ctx.model.model, f"eval.contexts {name}")
             ctx = ctx.model_copy(update={"model": ctx.model.model_copy(update={"model": model})})
         contexts[name] = ctx
     subagents = []
     for sub in eval_cfg.subagents:
         if sub.model and sub.policy in LOCAL_POLICIES and (wanted is None or sub.name in wanted):
-            model = resolve_model(sub.model)  # an existing folder, absolute; else as given
-            if not Path(model).exists() and (Path(model).is_absolute() or model.startswith((".", "results/"))):
-                raise CellError(f"eval.subagents {sub.name}: model folder {resolve(model)} does not exist")
-            sub = sub.model_copy(update={"model": model})  # a folder, or a hub id (e.g. Qwen/Qwen3-4B) loaded as is
+            sub = sub.model_copy(update={"model": _local_model(sub.model, f"eval.subagents {sub.name}")})
         subagents.append(sub)
     return eval_cfg.model_copy(update={"subagents": subagents, "contexts": contexts})
 

@@ -73,6 +73,11 @@ def extract_lines(text: str, max_bytes: int) -> str:
         i < EXTRACT_ENDS or i >= len(lines) - EXTRACT_ENDS or bool(EXTRACT_LINE.search(line))
         for i, line in enumerate(lines)
     ]
+    return head_tail(elide(lines, keep), max_bytes)
+
+
+def elide(lines: list[str], keep: list[bool]) -> str:
+    """The kept lines, each run of the others replaced by a line saying how many were left out."""
     out, skipped = [], 0
     for line, kept in zip(lines, keep, strict=True):
         if kept:
@@ -84,7 +89,7 @@ def extract_lines(text: str, max_bytes: int) -> str:
             skipped += 1
     if skipped:
         out.append(f"[... {skipped} lines omitted ...]")
-    return head_tail("\n".join(out), max_bytes)
+    return "\n".join(out)
 
 
 def parse_ranges(reply: str, n_lines: int) -> list[int]:
@@ -158,15 +163,8 @@ class ContextPolicy:
             self.stats.cut += 1
             return head_tail(text, self.max_bytes)  # the fallback: what truncate would show
         self.stats.condensations += 1
-        shown, last = [], 0
-        for k in keep:
-            if k > last + 1:
-                shown.append(f"[... {k - last - 1} lines omitted ...]")
-            shown.append(lines[k - 1])
-            last = k
-        if last < len(lines):
-            shown.append(f"[... {len(lines) - last} lines omitted ...]")
-        return head_tail("\n".join(shown), self.max_bytes)
+        kept = set(keep)
+        return head_tail(elide(lines, [k in kept for k in range(1, len(lines) + 1)]), self.max_bytes)
 
     # -- the history before each call -----------------------------------------------------------------------
     def condense(self, messages: list[dict], count) -> list[dict]:

@@ -282,13 +282,15 @@ class MainAgentLoop:
             for _ in range(self.max_turns):
                 messages = context.condense(messages, lambda m: self.counter.messages(m, bench.tools))
                 reply = self.brain.next_step(messages, bench.tools)
-                prompt = self.counter.messages(messages, bench.tools)
+                counts = [self.counter.message(m) for m in messages]  # each message tokenized once a turn
+                prompt = sum(counts) + self.counter.tools(bench.tools)
                 completion = self.counter.message(reply)
                 usage = reply.get("usage") or {}
                 prompt, completion = usage.get("prompt_tokens", prompt), usage.get("completion_tokens", completion)
                 cached = usage.get("cached_tokens")
-                cached = self.cached(sent, messages, bench.tools) if cached is None else cached
-                sent = [*messages, assistant_message(reply)]
+                cached = self.cached(sent, messages, bench.tools, counts) if cached is None else cached
+                message = assistant_message(reply)
+                sent = [*messages, message]
                 result.prompt_tokens += prompt
                 result.completion_tokens += completion
                 result.cache_read_tokens += min(cached, prompt)
@@ -296,7 +298,6 @@ class MainAgentLoop:
                 result.turns += 1
                 names = [c.get("function", {}).get("name", "") for c in reply.get("tool_calls") or []]
                 result.per_turn.append({"prompt_tokens": prompt, "completion_tokens": completion, "tools": names})
-                message = assistant_message(reply)
                 bench.intent = message.get("content") or ""
                 messages.append(message)
                 if not reply.get("tool_calls"):
@@ -325,11 +326,14 @@ class MainAgentLoop:
         result.context = context.stats.to_dict()
         return result
 
-    def cached(self, sent: list[dict], messages: list[dict], tools: list[dict]) -> int:
+    def cached(
+        self, sent: list[dict], messages: list[dict], tools: list[dict], counts: list[int] | None = None
+    ) -> int:
         """Prompt tokens a provider's automatic prefix cache would serve, for a main agent whose endpoint does not
         report them (reader, replay; `usage.cached_tokens` otherwise): the tools and the leading messages this prompt
         shares with the last one (its prompt and reply), from `CACHE_MIN_TOKENS` on, as OpenAI caches. A context
-        policy that rewrites old messages (mask, summarize) breaks the prefix there, as it does at a provider."""
+        policy that rewrites old messages (mask, summarize) breaks the prefix there, as it does at a provider.
+        `counts`: the messages' token counts, when the caller has them."""
         shared = 0
         for old, new in zip(sent, messages, strict=False):
             if old != new:
@@ -337,7 +341,8 @@ class MainAgentLoop:
             shared += 1
         if shared == 0:
             return 0
-        tokens = self.counter.messages(messages[:shared], tools)
+        counts = counts if counts is not None else [self.counter.message(m) for m in messages]
+        tokens = sum(counts[:shared]) + self.counter.tools(tools)
         return tokens if tokens >= CACHE_MIN_TOKENS else 0
 
 

@@ -39,8 +39,9 @@ class TokenCounter:
             total += self.text(fn.get("name", "")) + self.text(args if isinstance(args, str) else json.dumps(args))
         return total
 
+    def tools(self, tools: list[dict] | None) -> int:
+        """What the tool schemas add to every prompt."""
+        return self.text(json.dumps(tools)) if tools else 0
+
     def messages(self, messages: list[dict], tools: list[dict] | None = None) -> int:
-        total = sum(self.message(m) for m in messages)
-        if tools:
-            total += self.text(json.dumps(tools))
-        return total
+        return sum(self.message(m) for m in messages) + self.tools(tools)
