@@ -89,16 +89,8 @@ def per_task(records: list[dict], metric: str) -> dict[str, list[float]]:
 
 
 def bootstrap(values: list[float], n: int = 2000, seed: int = 0, alpha: float = 0.05) -> tuple[float, float, float]:
-    """Mean and the percentile bootstrap interval (seeded: the same data give the same interval)."""
-    if not values:
-        return (float("nan"),) * 3
-    mean = statistics.fmean(values)
-    if len(values) == 1:
-        return mean, mean, mean
-    rng = random.Random(seed)
-    k = len(values)
-    means = sorted(statistics.fmean(rng.choices(values, k=k)) for _ in range(n))
-    return mean, means[int(alpha / 2 * n)], means[min(n - 1, int((1 - alpha / 2) * n))]
+    """Mean and the percentile bootstrap interval of independent values (seeded): each value a cluster of its own."""
+    return cluster_bootstrap([[v] for v in values], n=n, seed=seed, alpha=alpha)
 
 
 def interval(by_task: dict[str, list[float]], metric: str, n_boot: int) -> tuple[float, float, float]:
