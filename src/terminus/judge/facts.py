@@ -336,3 +336,24 @@ def check(final_answer: list[dict] | None, facts: dict, task_type: str, observat
     hallucinated = [c.text for c in claims if not c.grounded]
     unsupported = round(unsupported_share(entries), 4)
     return FactCheck(precision, recall, len(claims), correct, wrong, missing, hallucinated, unsupported, reason)
+
+
+def fact_path(final_answer: list[dict] | None, facts: dict, task_type: str, observations: str = "") -> dict:
+    """Where an episode's facts were lost (issue 45): each required fact, whether some command's output printed it
+    (a claim of the true value would be grounded in one of the runs) and whether the answer stated it (the fact
+    checker's recall). `printed` 0 means no command that shows the facts ran; stated-of-printed is what the answer
+    carried over from what it saw. {required, printed, stated, stated_and_printed}: counts."""
+    runs = runs_of(observations)
+    checked = check(final_answer, facts, task_type, observations)
+    answered = bool(final_answer) and checked.unusable is None  # as `check`: an unusable answer states nothing
+    missing = set(checked.missing)
+    out = {"required": 0, "printed": 0, "stated": 0, "stated_and_printed": 0}
+    for kind, value in required_facts(task_type, facts):
+        options = value if isinstance(value, tuple) else (value,)
+        seen = any(grounded(Claim(kind, option, str(option)), runs) for option in options)
+        stated = answered and f"{kind}={value}" not in missing
+        out["required"] += 1
+        out["printed"] += seen
+        out["stated"] += stated
+        out["stated_and_printed"] += seen and stated
+    return out

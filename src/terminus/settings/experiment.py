@@ -45,6 +45,14 @@ class Synthetic(Section):
     )
 
 
+class CopyTasks(Section):
+    """The copy-the-fact control's family (`terminus.tasks.copyfacts`, issue 45's L1): Python test execution with
+    every fact drawn fresh per task and one command for all; configs/copy-control.yaml uses it alone."""
+
+    enabled: StrictBool = Field(False, description="Build this source.")
+    repos: Count(1) = Field(100, description="Projects (one test-execution task each).")
+
+
 class Registry(Section):
     """Real PyPI sdists with one flipped operator; ground truth from junit against a baseline."""
 
@@ -89,8 +97,11 @@ class Splits(Section):
 class Tasks(Section):
     """The task corpus (terminus tasks build / validate)."""
 
+    OMIT_UNSET = frozenset({"copy_"})  # a config that does not name the copy control's family hashes as before
+
     synthetic: Synthetic = Field(default_factory=Synthetic)
     registry: Registry = Field(default_factory=Registry)
+    copy_: CopyTasks = Field(default_factory=CopyTasks, alias="copy")
     manifests: list[StrictStr] = Field([], description="SWE-bench-style manifest files (YAML or JSONL) to include.")
     swe: SweTasks = Field(default_factory=SweTasks)
     paraphrase: PlainEndpoint | None = Field(

@@ -19,8 +19,8 @@ import yaml
 from terminus.io import write_jsonl_atomic
 from terminus.runspec import RunSpec, load_run
 from terminus.sandbox.spec import SandboxSpec
+from terminus.tasks import copyfacts, registry, synthetic
 from terminus.tasks import manifest as manifests
-from terminus.tasks import registry, synthetic
 from terminus.tasks.queries import make_query, paraphrase
 from terminus.tasks.record import Task, load_tasks, write_tasks
 from terminus.tasks.splits import SHORT, CorpusError, assign_splits, corpus_stats
@@ -83,6 +83,27 @@ def _synthetic(cfg: dict, seed: int, repos_dir: Path, progress) -> list[Task]:
                     variant=variant,
                 )
                 progress()
+    return tasks
+
+
+def _copy(cfg: dict, seed: int, repos_dir: Path, progress) -> list[Task]:
+    """The copy-the-fact family (`copyfacts`): one test-execution task per project, facts fresh in each."""
+    tasks = []
+    for index in range(cfg["repos"]):
+        project = copyfacts.generate(index, seed)
+        snapshot = f"copy-{project.package}"
+        project.write(repos_dir / snapshot)
+        tasks += _snapshot_tasks(
+            snapshot,
+            ["test-execution"],
+            {"family": "copy", "runner": "python", "subfolder": "", "suites": 1, "verbose": False},
+            language="python",
+            source="synthetic",
+            repo=f"copy/{project.package}",
+            facts=project.facts,
+            variant="copy",
+        )
+        progress()
     return tasks
 
 
@@ -207,6 +228,8 @@ def build_corpus(
     repos_dir.mkdir(parents=True, exist_ok=True)
     syn, reg = cfg.get("synthetic", {}), cfg.get("registry", {})
     units = len(syn["languages"]) * syn["repos_per_language"] if syn.get("enabled") else 0
+    copies = cfg.get("copy") or {}
+    units += copies.get("repos", 0) if copies.get("enabled") else 0
     if reg.get("enabled"):
         listed = yaml.safe_load(Path(reg["packages"]).read_text()) if Path(reg["packages"]).is_file() else []
         units += min(len(listed or []), reg.get("max_packages") or len(listed or []))
@@ -222,6 +245,8 @@ def build_corpus(
         tasks = []
         if syn.get("enabled"):
             tasks += _synthetic(syn, seed, repos_dir, step)
+        if copies.get("enabled"):
+            tasks += _copy(copies, seed, repos_dir, step)
         if reg.get("enabled"):
             tasks += _registry(reg, seed, repos_dir, step, report, run.sandbox)
         tasks += _manifests(cfg.get("manifests") or [], repos_dir)

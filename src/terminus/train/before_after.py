@@ -119,7 +119,8 @@ class Measure:
             "tasks_sha256": file_sha256(tasks_file),
             "seed": seed,
             **{k: getattr(script_args, k) for k in ("splits", "max_turns", "max_new_tokens", "max_tasks",
-                                                     "spread_candidates", "spread_samples", "before_after_samples")},
+                                                     "spread_candidates", "spread_samples", "before_after_samples",
+                                                     "measure_split", "measure_tasks")},
             "temperature": trainer.args.temperature,
             "max_completion_length": trainer.args.max_completion_length,  # when a turn must be the last
         }  # fmt: skip
@@ -155,16 +156,18 @@ class Measure:
     def _save(self) -> None:
         write_json_atomic(self.path, self.state)
 
-    def select(self, keep: int) -> list[str]:
+    def select(self, keep: int, among: list[str] | None = None) -> list[str]:
+        """The `keep` tasks of `among` (default: all this measure knows) whose sampled rewards differ most."""
+        among = sorted(among if among is not None else self.tasks)
         if "selected" not in self.state:
-            sampled = self._sample(sorted(self.tasks), self.args.spread_samples, "spread", 1)
-            self.state["selection"] = {"candidates": len(self.tasks), "samples_per_task": self.args.spread_samples,
+            sampled = self._sample(among, self.args.spread_samples, "spread", 1)
+            self.state["selection"] = {"candidates": len(among), "samples_per_task": self.args.spread_samples,
                                        "rewards": sampled.rewards}  # fmt: skip
             self.state["selected"] = select_by_spread(sampled, keep)
             self._save()
         if not self.state["selected"]:
             raise TrainingInputError(
-                f"none of the {len(self.tasks)} candidate tasks' rewards differ over {self.args.spread_samples} "
+                f"none of the {len(among)} candidate tasks' rewards differ over {self.args.spread_samples} "
                 "samples of the starting policy: GRPO would get no gradient (more candidates or samples)"
             )
         log.info("training on %d tasks chosen for spread: %s", len(self.state["selected"]), self.state["selected"])

@@ -8,6 +8,8 @@ which call it concurrently so that vLLM batches them (paper scale: `model.summar
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import statistics
 from functools import partial
@@ -17,7 +19,7 @@ from terminus.collect import provenance as prov
 from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.collect.runner import run_episode, run_jobs, start_failed
 from terminus.io import read_jsonl, write_json_atomic
-from terminus.judge.facts import check, observations_of
+from terminus.judge.facts import check, fact_path, observations_of
 from terminus.judge.form import usable_answer
 from terminus.models import shared_policy
 from terminus.models.local import warm_imports
@@ -27,8 +29,50 @@ from terminus.tasks.record import Task, load_tasks
 from terminus.train import TrainingInputError
 
 
-def _episode(task: Task, tasks_file: Path, policy, max_turns: int, sandbox: SandboxSpec) -> dict:
+class SwappedPolicy:
+    """A policy that reads another task's tool output (issue 45's swapped control): before each reply, the k-th
+    tool message of the conversation is replaced by the k-th of `outputs` (the last one again past its end). The
+    commands still run in the sandbox, and the episode's record keeps what they really printed, so the fact checker
+    scores the answer against the task's own facts and output: an answer that copies what it read states the other
+    task's facts and earns nothing."""
+
+    def __init__(self, policy, outputs: list[str]) -> None:
+        if not outputs:
+            raise ValueError("a swapped policy needs another task's tool output to show")
+        self.policy, self.outputs, self.name = policy, outputs, f"swapped:{policy.name}"
+
+    def respond(self, messages: list[dict], tools: list[dict], tool_choice: str | None = None) -> dict:
+        shown, k = [], 0
+        for message in messages:
+            if message.get("role") == "tool":
+                message = dict(message) | {"content": self.outputs[min(k, len(self.outputs) - 1)]}
+                k += 1
+            shown.append(message)
+        return self.policy.respond(shown, tools, tool_choice)
+
+
+def swap_partners(tasks: list[Task], expert: list[dict]) -> dict[str, list[str]]:
+    """Task id -> the tool outputs another task's expert episode printed: the next task (in id order, cyclically)
+    whose facts share no required value with this one's (other pass and fail counts, other failing tests), so that
+    a copied fact can never be right by chance."""
+    from terminus.judge.facts import required_facts
+
+    outputs = {r["task_id"]: [m["content"] for m in r["messages"] if m.get("role") == "tool"] for r in expert}
+    ordered = sorted((t for t in tasks if outputs.get(t.id)), key=lambda t: t.id)
+    values = {t.id: {(k, str(v)) for k, v in required_facts(t.task_type, t.facts)} for t in ordered}
+    partners = {}
+    for i, task in enumerate(ordered):
+        others = ordered[i + 1 :] + ordered[:i]
+        partner = next((o for o in others if not values[o.id] & values[task.id]), None)
+        if partner is not None:
+            partners[task.id] = outputs[partner.id]
+    return partners
+
+
+def _episode(task: Task, tasks_file: Path, policy, max_turns: int, sandbox: SandboxSpec,
+             swap: list[str] | None = None) -> dict:  # fmt: skip
     # a task whose sandbox or setup fails ends its own episode (a `start_failed` record), not the summary
+    policy = SwappedPolicy(policy, swap) if swap is not None else policy
     return run_episode(task, tasks_file, policy, sandbox=sandbox, max_turns=max_turns, fail_alone=True).to_dict()
 
 
@@ -46,13 +90,20 @@ def held_out(
     name: str | None = None,
     limit: int | None = None,
     task_ids: set[str] | None = None,
+    swap: dict[str, list[str]] | None = None,
+    per_task: bool = False,
 ) -> dict:
     """The model's greedy episodes on the `split` tasks (those of `task_ids`, or a seeded draw of `limit` of them,
-    when given)."""
+    when given). With `swap` (`swap_partners`), on the tasks it holds, each reading another task's tool output.
+    Besides the rates, where the facts were lost (`judge.facts.fact_path`): `p_command`, the share of episodes in
+    which a command printed a required fact; `p_stated_given_printed`, the share of printed facts the answer
+    stated. `per_task`: also each task's recall (`recall_per_task`), for intervals over tasks."""
     tasks = {t.id: t for t in load_tasks(tasks_file) if t.split == split and (task_ids is None or t.id in task_ids)}
     if not tasks:
         among = f" among {sorted(task_ids)}" if task_ids else ""
         raise TrainingInputError(f"{tasks_file} has no {split} tasks{among}")
+    if swap is not None:
+        tasks = {i: t for i, t in tasks.items() if i in swap}
     if limit is not None and limit < len(tasks):
         keep = random.Random(0).sample(sorted(tasks), limit)
         tasks = {i: tasks[i] for i in sorted(keep)}
@@ -62,7 +113,8 @@ def held_out(
     # made once, shared by the episodes (a served model only while its own episodes run)
     logs = out.parent / "logs"
     with shared_policy(policy, model, served_name=name, log_dir=logs, max_new_tokens=max_new_tokens) as shared:
-        jobs = [(i, partial(_episode, t, tasks_file, shared, max_turns, sandbox)) for i, t in sorted(tasks.items())]
+        jobs = [(i, partial(_episode, t, tasks_file, shared, max_turns, sandbox, (swap or {}).get(i)))
+                for i, t in sorted(tasks.items())]  # fmt: skip
         # keyed by its inputs: episodes of another model (trained again since) or task file are not this summary's;
         # the file is progress, not an output, so a finished one of other inputs is replaced rather than refused
         inputs = {
@@ -71,10 +123,11 @@ def held_out(
             "split": split,
             "max_turns": max_turns,
             "max_new_tokens": max_new_tokens,
+            **({"swap_sha256": hashlib.sha256(json.dumps(swap, sort_keys=True).encode()).hexdigest()} if swap else {}),
         }
         stale = out.is_file() and bool(prov.differs(out, inputs))
         records = run_jobs(jobs, out, concurrency, True, f"held-out ({name})", provenance=inputs, force=stale)
-    answered, usable, recalls = [], [], []
+    answered, usable, recalls, paths, by_task = [], [], [], [], {}
     infra = [r for r in records if start_failed(r)]  # no outcome of the model: out of its rates, and counted
     for r in records:
         if start_failed(r):
@@ -82,7 +135,10 @@ def held_out(
         task = tasks[r["task_id"]]
         answered.append(float(r["termination"] == "final_answer"))
         usable.append(float(usable_answer(r["final_answer"], [t["command"] for t in r["turns"]])))
-        recalls.append(check(r["final_answer"], task.facts, task.task_type, observations_of(r["messages"])).recall)
+        observed = observations_of(r["messages"])
+        recalls.append(check(r["final_answer"], task.facts, task.task_type, observed).recall)
+        by_task[r["task_id"]] = recalls[-1]
+        paths.append(fact_path(r["final_answer"], task.facts, task.task_type, observed))
     if not answered:
         raise TrainingInputError(f"no held-out episode of {name} started: {infra[0].get('error')}")
     return {
@@ -90,7 +146,21 @@ def held_out(
         "usable_answer_rate": round(statistics.fmean(usable), 4),  # parsed, ran its commands, no markup
         "fact_recall": round(statistics.fmean(recalls), 4),
         "n": len(answered),
+        **path_rates(paths),
+        **({"recall_per_task": by_task} if per_task else {}),
     } | ({"infra_failed": len(infra)} if infra else {})
+
+
+def path_rates(paths: list[dict]) -> dict:
+    """`p_command` (episodes with a required fact printed) and `p_stated_given_printed` (printed facts stated)."""
+    with_facts = [p for p in paths if p["required"]]
+    printed = sum(p["printed"] for p in with_facts)
+    return {
+        "p_command": round(statistics.fmean(p["printed"] > 0 for p in with_facts), 4) if with_facts else None,
+        "p_stated_given_printed": round(sum(p["stated_and_printed"] for p in with_facts) / printed, 4)
+        if printed
+        else None,
+    }
 
 
 def logged_steps(metrics: Path) -> list[dict]:

@@ -80,6 +80,21 @@ class GRPOScriptArguments:
             "after GRPO, and write the paired difference with its 95%% interval to <output_dir>/before_after.json."
         },
     )
+    measure_split: str | None = field(
+        default=None,
+        metadata={
+            "help": "Measure before and after on held-out tasks of this split (a seeded draw of measure_tasks) "
+            "rather than on the training tasks: what the policy learned that carries to tasks it never trained on."
+        },
+    )
+    measure_tasks: int = field(default=16, metadata={"help": "Held-out tasks measured (with measure_split)."})
+    shuffle_rewards: bool = field(
+        default=False,
+        metadata={
+            "help": "The negative control: permute each group's rewards among its rollouts (seeded) before the "
+            "advantages. Same rewards, same steps, no link between a rollout and its reward: no rise may follow."
+        },
+    )
     max_infra_failed_frac: float = field(
         default=0.2,
         metadata={"help": "Stop when this share of the episodes failed for want of a sandbox, a setup or an endpoint "
@@ -197,6 +212,36 @@ def check_turn_limit(max_turns: int, run: RunSpec) -> None:
         )
 
 
+class ShuffledReward:
+    """A reward function whose scores are permuted within each group of `group` consecutive rollouts (TRL repeats
+    each prompt `num_generations` times in a row); episodes without a reward (None: infra-failed) keep their place.
+    The group's mean and spread are unchanged, so each step's loss has the same scale as the real reward's, but
+    which rollout is paid is chance: the control that a rise comes from the reward and not from sampling itself."""
+
+    def __init__(self, inner, group: int, seed: int) -> None:
+        self.inner, self.group, self.rng = inner, group, random.Random(f"shuffle/{seed}")
+        self.__name__ = getattr(inner, "__name__", "reward")
+
+    def __call__(self, *args, **kwargs) -> list[float | None]:
+        rewards = list(self.inner(*args, **kwargs))
+        for start in range(0, len(rewards), self.group):
+            places = [i for i in range(start, min(start + self.group, len(rewards))) if rewards[i] is not None]
+            values = [rewards[i] for i in places]
+            self.rng.shuffle(values)
+            for i, value in zip(places, values, strict=True):
+                rewards[i] = value
+        return rewards
+
+
+def held_out_tasks(tasks_file: Path, split: str, count: int, seed: int, training: dict) -> dict:
+    """A seeded draw of `count` tasks of `split` (none of them a training task) for the before/after measure."""
+    pool = [t for t in load_tasks(tasks_file) if t.split == split and t.id not in training]
+    if len(pool) < 2:
+        raise TrainingInputError(f"{tasks_file} has {len(pool)} {split} tasks to measure on; 2 at least")
+    draw = random.Random(f"measure/{seed}").sample(pool, min(count, len(pool)))
+    return {t.id: t for t in sorted(draw, key=lambda t: t.id)}
+
+
 def build_dataset(tasks: list):
     """One row per task: the prompt carries the task id (a key the chat template ignores) for the rollout."""
     from datasets import Dataset
@@ -259,6 +304,12 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     skips = infra.TaskSkips(training_args.output_dir)
     rewards = [infra.GuardedReward(f, guard) for f in reward_funcs or []]
     rewards = rewards or [infra.GuardedReward(scorer, guard, scorer)]
+    if script_args.shuffle_rewards:
+        rewards = [ShuffledReward(r, training_args.num_generations, training_args.seed) for r in rewards]
+    measured = {}
+    if script_args.measure_split:
+        measured = held_out_tasks(tasks_file, script_args.measure_split, script_args.measure_tasks,
+                                  training_args.seed, task_map)  # fmt: skip
     trainer = grpo_trainer_class()(
         model=model,
         reward_funcs=rewards,
@@ -272,11 +323,11 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     trainer.guard = guard
     with stack:
         seed = training_args.seed
-        measure = Measure(trainer, model_id, task_map, tasks_file, script_args, run.sandbox, scorer, seed)
+        measure = Measure(trainer, model_id, task_map | measured, tasks_file, script_args, run.sandbox, scorer, seed)
         if script_args.spread_candidates:
-            chosen = measure.select(script_args.max_tasks or len(task_map))
+            chosen = measure.select(script_args.max_tasks or len(task_map), among=sorted(task_map))
             trainer.train_dataset = build_dataset([task_map[t] for t in chosen])
-        before = measure.before([t["task_id"] for t in trainer.train_dataset])
+        before = measure.before(sorted(measured) or [t["task_id"] for t in trainer.train_dataset])
 
         inputs = run_inputs(training_args, model_args, script=asdict(script_args), tasks=file_sha256(tasks_file),
                             experiment=file_sha256(resolve_model(script_args.experiment_config)))  # fmt: skip

@@ -201,12 +201,13 @@ def copy_diagnostic(model, tokenizer, rows: list[dict], limit: int = 40) -> dict
             and "<final_answer>" in (messages[-1].get("content") or "")
         ):
             usable.append((messages, tools))
-    real, swapped = [], []
+    real, swapped, per_real, per_swapped = [], [], [], []
     for i, (messages, tools) in enumerate(usable[:limit]):
         found = _answer_positions(tokenizer, messages, tools)
         if found is None:
             continue
         real += _accuracy(model, *found)
+        per_real.append(statistics.fmean(real[-len(found[1]) :]))
         partner = usable[(i + 1) % len(usable)][0]
         outputs = [m.get("content") or "" for m in partner if m.get("role") == "tool"] or [""]
         k, other = 0, []
@@ -218,11 +219,18 @@ def copy_diagnostic(model, tokenizer, rows: list[dict], limit: int = 40) -> dict
         swapped_found = _swapped_positions(tokenizer, other, tools, found)
         if swapped_found is not None:
             swapped += _accuracy(model, *swapped_found)
+            per_swapped.append(statistics.fmean(swapped[-len(swapped_found[1]) :]))
 
     def mean(values) -> float | None:
         return round(statistics.fmean(values), 4) if values else None
 
-    return {"fact_tokens": len(real), "fact_token_acc_real": mean(real), "fact_token_acc_swapped": mean(swapped)}
+    return {
+        "fact_tokens": len(real),
+        "fact_token_acc_real": mean(real),
+        "fact_token_acc_swapped": mean(swapped),
+        # each conversation's accuracy: its tokens are not independent, so intervals are over conversations
+        "per_conversation": {"real": [round(a, 4) for a in per_real], "swapped": [round(a, 4) for a in per_swapped]},
+    }
 
 
 def _swapped_positions(tokenizer, messages, tools, found) -> tuple[list[int], list[int]] | None:
