@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: demo test test-slow lint sysdeps benchmarks clean install-profiles cache-results dry-run-paper notebooks \
-	reproduce-check learning lab device-wheels
+	reproduce-check learning learning-controls learning-check lab device-wheels
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,17 @@ learning: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/easy_reward.py --model results/learning-$(firstword $(SEEDS))/models/sft-merged \
 	  --tasks results/learning-$(firstword $(SEEDS))/tasks/valid.jsonl
 	$(BIN)/python benchmarks/learning.py --seeds $(SEEDS) --cache results/cached/learning
+	$(BIN)/python benchmarks/copy_control.py --seeds $(SEEDS)
+
+# Issue 45's controls alone (benchmarks/copy_control.py on configs/copy-control.yaml, once per seed): the
+# copy-the-fact control that must be learned (L1) and GRPO's controls, the real reward that must raise recall and the
+# shuffled one that must not (L2) -> learning.json's copy_control and grpo_control. `learning-check` reruns seed 0
+# and compares it with the committed figures (writing nothing tracked): run it before committing learning results.
+learning-controls: $(STAMP) sysdeps
+	$(BIN)/python benchmarks/copy_control.py --seeds $(SEEDS)
+
+learning-check: $(STAMP) sysdeps
+	$(BIN)/python benchmarks/copy_control.py --seeds 0 --check
 
 # Wheels for scripts/device_check.py on a lent GPU machine (Python 3.12, torch, transformers, accelerate, peft, and
 # of what these need: attrs, fsspec, xxhash, pandas, pyyaml, tiktoken, huggingface-hub; no vLLM, TRL or datasets),

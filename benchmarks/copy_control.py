@@ -18,8 +18,9 @@ Per seed S (results/copy-S/):
 
 Writes results/copy-S/control/summary.json per seed and merges `copy_control` and `grpo_control` (each
 `per_seed[]` with rates as {mean, lo, hi, n}, and `targets`) into results/benchmarks/learning.json, stamped.
-`--check` (`make learning-check`) writes nothing tracked: it reruns the seeds given and compares them with the
-committed learning.json within the tolerances below, and exits 1 on a difference.
+`--check` (`make learning-check`) writes nothing tracked: it reruns the seeds given from nothing, in
+results/copy-check-S/ (removed first), and compares them with the committed learning.json within the tolerances
+below, and exits 1 on a difference.
 
     python benchmarks/copy_control.py --seeds 0 1 2
     python benchmarks/copy_control.py --seeds 0 --check
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -84,19 +86,19 @@ def paired(before: dict[str, list[float]], after: dict[str, list[float]]) -> dic
     return {"mean": round(mean, 4), "lo": round(mean - half, 4), "hi": round(mean + half, 4), "n": len(diffs)}
 
 
-def pipeline(seed: int) -> Path:
-    """The seed's tasks, expert episodes, tiny model and SFT (snakemake resumes what exists)."""
-    run = ROOT / "results" / f"copy-{seed}"
+def pipeline(name: str, seed: int) -> Path:
+    """The seed's tasks, expert episodes, tiny model and SFT in results/<name>/ (snakemake resumes what exists)."""
+    run = ROOT / "results" / name
     command = [
         str(BIN / "snakemake"),
-        f"results/copy-{seed}/models/sft-merged",
+        f"results/{name}/models/sft-merged",
         "--workflow-profile",
         "workflow/profiles/local",
         "--configfile",
         str(CONFIG),
         "--config",
         f"seed={seed}",
-        f"run=copy-{seed}",
+        f"run={name}",
     ]
     env = os.environ | {"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     subprocess.run(command, cwd=ROOT, check=True, env=env)
@@ -137,6 +139,11 @@ def copy_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
     net = AutoModelForCausalLM.from_pretrained(model).eval()
     data = load_from_disk(str(run / "sft-data"))
     diagnostic = copy_diagnostic(net, tokenizer, list(data["validation"]), limit=80)
+    curve = []  # the fact-token accuracy over SFT's checkpoints: is copying being learned, and how fast?
+    for path in checkpoints(run):
+        at = AutoModelForCausalLM.from_pretrained(path).eval()
+        point = copy_diagnostic(at, tokenizer, list(data["validation"]), limit=40)
+        curve.append([int(path.name.split("-")[1]), point["fact_token_acc_real"], point["fact_token_acc_swapped"]])
     return {
         "seed": seed,
         "sft_recall": rate(list(real["recall_per_task"].values())),
@@ -148,6 +155,7 @@ def copy_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
         "p_stated_given_printed": real["p_stated_given_printed"],
         "swapped_p_stated_given_printed": swapped["p_stated_given_printed"],
         "fact_tokens": diagnostic["fact_tokens"],
+        "fact_token_curve": {"columns": ["step", "real", "swapped"], "rows": curve},
     }
 
 
@@ -230,10 +238,10 @@ def grpo_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
     }
 
 
-def one_seed(seed: int) -> dict:
+def one_seed(seed: int, prefix: str) -> dict:
     from terminus.runspec import load_run
 
-    run = pipeline(seed)
+    run = pipeline(f"{prefix}-{seed}", seed)
     spec = load_run(run / "config.yaml")
     max_turns = spec.cfg.collect.max_turns
     summary = {
@@ -299,7 +307,10 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="Rerun and compare with the committed learning.json.")
     ap.add_argument("--out", type=Path, default=RESULTS / "learning.json")
     args = ap.parse_args()
-    rows = [one_seed(seed) for seed in args.seeds]
+    prefix = "copy-check" if args.check else "copy"
+    for seed in args.seeds if args.check else []:  # a check reruns everything: nothing of an earlier run is reused
+        shutil.rmtree(ROOT / "results" / f"{prefix}-{seed}", ignore_errors=True)
+    rows = [one_seed(seed, prefix) for seed in args.seeds]
     fresh = {
         "copy_control": {"per_seed": [r["copy"] for r in rows]},
         "grpo_control": {"per_seed": [r["grpo"] for r in rows]},

@@ -13,7 +13,12 @@ models/grpo/before_after.json (GRPO's tasks sampled before and after it), the he
        "grpo": {"final_answer_rate", "fact_recall", "fact_recall_ci95", "reward_first_quarter", "reward_last_quarter",
                 "before_after": {"tasks", "samples_per_task", "before", "after", "diff", "ci95"},
                 "held_out_vs_sft": {"tasks", "diff", "ci95"}}}, ...],
-     "targets": {name: {"value", "target", "met"}}}
+     "targets": {name: {"value", "target", "met"}},
+     "stamp": {"commit", "dirty", "config_hash", "inputs", "machine"}}
+
+Each per-seed row also has issue 45's keys: `held_out_recall_sft` and `held_out_recall_grpo` ({mean, lo, hi, n}),
+and `p_command`, `p_stated_given_printed`, `usable_answer_rate` ({sft, grpo}). The controls' sections
+(`copy_control`, `grpo_control`, `control_targets`: benchmarks/copy_control.py) are kept as they are.
 
 Intervals are 95% t intervals: held-out recall over its episodes (one a task), differences over tasks (paired).
 With --cache DIR, copies each seed's tables (training summary, SFT and GRPO metrics, GRPO's before/after,
@@ -31,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from terminus.determinism import result_stamp  # noqa: E402
 from terminus.io import write_json_atomic  # noqa: E402
 from terminus.judge.facts import check, observations_of  # noqa: E402
 from terminus.stats import mean_interval  # noqa: E402
@@ -38,6 +44,7 @@ from terminus.tasks.record import load_tasks  # noqa: E402
 from terminus.train.before_after import paired_interval  # noqa: E402
 
 KEYS = ("final_answer_rate", "fact_recall")
+CONTROLS = ("copy_control", "grpo_control", "control_targets", "control_seeds")
 BEFORE_AFTER = ("tasks", "samples_per_task", "before", "after", "diff", "ci95")
 CACHED = ("training/summary.json", "models/sft/metrics.jsonl", "models/grpo/metrics.jsonl",
           "models/grpo/before_after.json", "sft-data/counts.json", "tasks/tasks.stats.json")  # fmt: skip
@@ -67,6 +74,15 @@ def interval(values: list[float]) -> list[float] | None:
     return [round(mean - half, 4), round(mean + half, 4)]
 
 
+def rate(values: list[float]) -> dict:
+    """{mean, lo, hi, n}: a mean of per-task values in [0, 1] and its 95% t interval over tasks, clipped."""
+    if not values:
+        return {"mean": None, "lo": None, "hi": None, "n": 0}
+    mean, half = mean_interval(values)
+    return {"mean": round(mean, 4), "lo": round(max(0.0, mean - half), 4), "hi": round(min(1.0, mean + half), 4),
+            "n": len(values)}  # fmt: skip
+
+
 def per_seed(seed: int, run: Path, summary: dict) -> dict:
     row = {"seed": seed}
     for stage in ("base", "sft", "grpo"):
@@ -82,6 +98,12 @@ def per_seed(seed: int, run: Path, summary: dict) -> dict:
     report = json.loads(before_after.read_text()).get("report") if before_after.is_file() else None
     row["grpo"]["before_after"] = {k: report[k] for k in BEFORE_AFTER} if report else None
     shared = sorted(set(recalls["sft"]) & set(recalls["grpo"]))
+    # issue 45's keys: held-out recall as {mean, lo, hi, n} (t interval over tasks), where the facts were lost, and
+    # the usable-answer rate beside the final-answer rate (each {sft, grpo}; null where the summary predates them)
+    row["held_out_recall_sft"] = rate(list(recalls["sft"].values()))
+    row["held_out_recall_grpo"] = rate(list(recalls["grpo"].values()))
+    for key in ("p_command", "p_stated_given_printed", "usable_answer_rate"):
+        row[key] = {m: summary[m].get(key) for m in ("sft", "grpo")}
     row["grpo"]["held_out_vs_sft"] = (
         {"tasks": len(shared), **paired_interval({t: recalls["sft"][t] for t in shared},
                                                  {t: recalls["grpo"][t] for t in shared})}
@@ -152,6 +174,10 @@ def main() -> int:
                     shutil.copyfile(run / name, dest / name.replace("/", "__"))
     easy = easy_reward(args.easy_reward)
     result = {"seeds": args.seeds, "easy_reward": easy, "per_seed": rows, "targets": targets(rows, easy)}
+    # the controls' sections (benchmarks/copy_control.py) are kept; the stamp is this writing's
+    old = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    result |= {k: old[k] for k in CONTROLS if k in old}
+    result["stamp"] = result_stamp(None, {"runs": [f"{args.prefix}-{s}" for s in args.seeds]})
     write_json_atomic(args.out, result)
     for row in rows:
         g, s = row["grpo"], row["sft"]

@@ -110,3 +110,24 @@ def test_config_hash_does_not_depend_on_the_checkout(tmp_path):
     assert config_hash(load_config(tmp_path / "config.yaml")) == here
     (tmp_path / "config.yaml").write_text(text.replace("seed: 0", "seed: 1"))
     assert config_hash(load_config(tmp_path / "config.yaml")) != here
+
+
+def test_splits_by_domain_hold_each_code_domain_whole(tmp_path):
+    """`tasks.splits.by: domain` (the learning runs): a code domain is in one split in every language, so the
+    held-out tasks are code the training never saw; the default stays by repository, its config hash unchanged."""
+    run = small_config(tmp_path, languages=["python", "node", "go"], repos_per_language=8)
+    raw = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    raw["tasks"]["splits"] = {"train": 0.6, "val": 0.2, "test": 0.2, "by": "domain"}
+    (tmp_path / "domain.yaml").write_text(yaml.safe_dump(raw | {"run": "d"}))
+    by_domain = build_corpus(load_run(tmp_path / "domain.yaml"), tmp_path / "d" / "tasks.jsonl", show_progress=False)
+    split_of: dict[str, set] = {}
+    for task in by_domain:
+        split_of.setdefault(task.meta["domain"], set()).add(task.split)
+    assert all(len(s) == 1 for s in split_of.values()), split_of
+    assert {s for ss in split_of.values() for s in ss} == {"train", "val", "test"}
+    by_repo = build_corpus(run, tmp_path / "r" / "tasks.jsonl", show_progress=False)
+    mixed = {}
+    for task in by_repo:
+        mixed.setdefault(task.meta["domain"], set()).add(task.split)
+    assert any(len(s) > 1 for s in mixed.values())  # by repository, a domain is in several splits
+    assert "by" not in run.config["tasks"]["splits"]

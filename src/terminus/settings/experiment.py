@@ -87,11 +87,19 @@ class SweTasks(Section):
 
 
 class Splits(Section):
-    """Shares of repositories per split (by repository, never by task)."""
+    """Shares of repositories per split (by repository, never by task; or by code domain)."""
+
+    OMIT_UNSET = frozenset({"by"})  # a config that does not name it hashes as before
 
     train: Share = 0.6
     val: Share = 0.2
     test: Share = 0.2
+    by: Literal["repo", "domain"] = Field(
+        "repo",
+        description="What a split holds whole: a repository, or a code domain (a synthetic project's domain, e.g. "
+        "billing, in every language; other sources' tasks by repository), so that held-out tasks are in code the "
+        "training never saw.",
+    )
 
 
 class Tasks(Section):

@@ -254,10 +254,15 @@ def build_corpus(
             tasks += _swe(cfg["swe"], out, seed, run.sandbox, report, swe_source)
     if not tasks:
         raise CorpusError("the config enables no source that gives tasks")
-    splits = assign_splits([t.repo for t in tasks], cfg["splits"], seed)
+    by_domain = cfg["splits"].get("by", "repo") == "domain"
+
+    def unit(task: Task) -> str:  # what a split holds whole
+        return f"domain/{task.meta['domain']}" if by_domain and task.meta.get("domain") else task.repo
+
+    splits = assign_splits([unit(t) for t in tasks], cfg["splits"], seed)
     para = cfg.get("paraphrase")
     for task in tasks:
-        task.split = splits[task.repo]
+        task.split = splits[unit(task)]
         if not task.query:
             rng = random.Random(f"{seed}/{task.id}")
             task.query = make_query(task.task_type, task.language, task.facts.get("project_root", "."), rng)
