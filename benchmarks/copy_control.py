@@ -35,6 +35,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from benchmark_result import RESULTS
@@ -241,13 +242,18 @@ def grpo_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
 def one_seed(seed: int, prefix: str) -> dict:
     from terminus.runspec import load_run
 
+    started = time.monotonic()
     run = pipeline(f"{prefix}-{seed}", seed)
     spec = load_run(run / "config.yaml")
     max_turns = spec.cfg.collect.max_turns
-    summary = {
-        "copy": copy_control(run, seed, spec.sandbox, max_turns),
-        "grpo": grpo_control(run, seed, spec.sandbox, max_turns),
-    }
+    made = time.monotonic()
+    copy = copy_control(run, seed, spec.sandbox, max_turns)
+    copied = time.monotonic()
+    grpo = grpo_control(run, seed, spec.sandbox, max_turns)
+    # wall clock of each part on this machine (a resumed run counts only what it redid)
+    copy["wall_s"] = {"pipeline": round(made - started), "l1": round(copied - made),
+                      "l2": round(time.monotonic() - copied)}  # fmt: skip
+    summary = {"copy": copy, "grpo": grpo}
     write_json_atomic(run / "control" / "summary.json", summary | {"stamp": result_stamp(spec.config["_hash"])})
     return summary
 

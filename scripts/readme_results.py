@@ -35,6 +35,12 @@ TARGETS = {
     "grpo_before_after_ci_above_zero": "GRPO's before/after difference on its tasks",
     "grpo_final_answer_rate_vs_sft_every_seed": "GRPO's final-answer rate minus SFT's",
 }
+CONTROL_TARGETS = {
+    "copy_recall_every_seed": "SFT's held-out recall on every seed",
+    "copy_swapped_recall_every_seed": "its recall with swapped tool output on every seed",
+    "grpo_diff_above_zero": "GRPO's recall difference",
+    "grpo_shuffled_contains_zero": "the shuffled-reward difference",
+}
 FIGURE = re.compile(r"<!-- f:(\w+) -->(.*?)<!-- /f -->", re.S)
 TABLE = re.compile(r"<!-- results:(\w+) -->.*?<!-- /results:\1 -->", re.S)
 
@@ -150,6 +156,61 @@ def learning_rows(path: Path, cached: Path) -> list[str]:
     return lines
 
 
+def _ci(rate: dict, spec: str = ".2f") -> str:
+    """A {mean, lo, hi, n} rate as `mean [lo, hi]`."""
+    return f"{_num(rate.get('mean'), spec)} [{_num(rate.get('lo'), spec)}, {_num(rate.get('hi'), spec)}]"
+
+
+def controls_rows(path: Path) -> list[str]:
+    """Issue 45's controls (benchmarks/copy_control.py) from learning.json, per seed, with their commit."""
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    if "copy_control" not in data:
+        return ["Learning controls: not run yet (`make learning-controls`)."]
+    copy, grpo = data["copy_control"]["per_seed"], {r["seed"]: r for r in data["grpo_control"]["per_seed"]}
+    lines = [
+        f"Learning controls (`configs/copy-control.yaml`, `benchmarks/copy_control.py`, commit "
+        f"{_commit(data)}; the copy-the-fact family, values fresh in every task; rates with their 95% t interval over "
+        "tasks or conversations, n beside them):",
+        "",
+        "| seed | SFT held-out recall | swapped-output recall | fact-token accuracy, real / swapped | usable answers "
+        "| GRPO start (greedy recall) | recall before -> after | difference | shuffled-reward difference |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in copy:
+        g = grpo.get(r["seed"], {})
+        start = g.get("start", {})
+        name = Path(start.get("checkpoint", "n/a")).name
+        probed = start.get("probed_recall", {}).get(name)
+        cells = [
+            str(r["seed"]),
+            f"{_ci(r['sft_recall'])} (n = {r['sft_recall']['n']})",
+            f"{_ci(r['swapped_recall'])} (n = {r['swapped_recall']['n']})",
+            f"{_num(r['fact_token_acc_real']['mean'])} / {_num(r['fact_token_acc_swapped']['mean'])} "
+            f"(n = {r['fact_token_acc_real']['n']})",
+            _num(r.get("usable_answer_rate")),
+            f"{name} ({_num(probed)})",
+            f"{_num(g.get('recall_before', {}).get('mean'))} -> {_num(g.get('recall_after', {}).get('mean'))} "
+            f"(n = {g.get('recall_before', {}).get('n', 'n/a')} x {g.get('samples_per_task', 'n/a')})",
+            _ci(g.get("diff", {}), "+.3f"),
+            _ci(g.get("shuffled_diff", {}), "+.3f"),
+        ]
+        lines.append(f"| {' | '.join(cells)} |")
+    targets = data.get("control_targets", {})
+    lines += ["", "Targets: " + "; ".join(
+        f"{CONTROL_TARGETS.get(k, k)} {t['target']}: {'met' if t['met'] else 'missed'}" for k, t in targets.items()
+    ) + "."]  # fmt: skip
+    return lines
+
+
+def _commit(data: dict) -> str:
+    """The commit a result file's stamp names (`-dirty` kept), or that it has none."""
+    stamp = data.get("stamp") or {}
+    commit = stamp.get("commit") or data.get("git_commit")
+    if not commit:
+        return "unstamped"
+    return commit[:7] + ("-dirty" if stamp.get("dirty") or commit.endswith("-dirty") else "")
+
+
 def _num(value, spec: str = ".2f") -> str:
     return "n/a" if value is None else format(value, spec)
 
@@ -160,6 +221,7 @@ def tables() -> dict[str, str]:
     return {
         "smoke": "\n".join(smoke_rows(cached)),
         "learning": "\n".join(learning_rows(ROOT / "results" / "benchmarks" / "learning.json", cached / "learning")),
+        "controls": "\n".join(controls_rows(ROOT / "results" / "benchmarks" / "learning.json")),
     }
 
 
@@ -227,6 +289,15 @@ def figures() -> dict[str, str]:
         for r in seeds["runs"]
     )
     out["smoke_repair"] = _smoke_repair_sentence(cached)
+    # each figure's commit (issue 45): what made the smoke tables, the DAG's time, the learning runs, the controls
+    runs = [json.loads(p.read_text()) for p in sorted((cached / "learning").glob("seed-*/training__summary.json"))]
+    learning_commits = sorted({_commit(r) for r in runs}) or ["not run"]
+    control = _json("learning") if (ROOT / "results" / "benchmarks" / "learning.json").is_file() else {}
+    out["figure_commits"] = (
+        f"smoke tables {_commit(json.loads((cached / 'stamp.json').read_text()))}, smoke DAG time {_commit(dag)}, "
+        f"learning runs {', '.join(learning_commits)}, learning controls "
+        f"{_commit(control) if 'copy_control' in control else 'not run'}"
+    )
     learning = _json("learning")
     mean = {
         (stage, key): statistics.fmean(r[stage][key] for r in learning["per_seed"])
