@@ -202,6 +202,26 @@ def controls_rows(path: Path) -> list[str]:
     return lines
 
 
+def _controls_sentence(data: dict) -> str:
+    """The controls in one sentence: L1's recall as is and swapped, L2's recall differences, over the seeds."""
+    if "copy_control" not in data:
+        return "not run yet"
+    copy, grpo = data["copy_control"]["per_seed"], data["grpo_control"]["per_seed"]
+
+    def means(rows: list[dict], key: str, spec: str = ".2f") -> str:
+        return ", ".join(_num(r[key]["mean"], spec) for r in rows)
+
+    above = sum(r["diff"]["lo"] > 0 for r in grpo)
+    shuffled = sum(r["shuffled_diff"]["lo"] <= 0 <= r["shuffled_diff"]["hi"] for r in grpo)
+    return (
+        f"on the copy-the-fact family the SFT model recalls {means(copy, 'sft_recall')} of the held-out facts "
+        f"(seeds {', '.join(str(r['seed']) for r in copy)}) and {means(copy, 'swapped_recall')} with every tool "
+        f"output swapped for another task's; GRPO from an early checkpoint changes recall by "
+        f"{means(grpo, 'diff', '+.2f')} (interval above 0 on {above} of {len(grpo)} seeds), and with shuffled rewards "
+        f"by {means(grpo, 'shuffled_diff', '+.2f')} (interval containing 0 on {shuffled} of {len(grpo)})"
+    )
+
+
 def _commit(data: dict) -> str:
     """The commit a result file's stamp names (`-dirty` kept), or that it has none."""
     stamp = data.get("stamp") or {}
@@ -293,6 +313,9 @@ def figures() -> dict[str, str]:
     runs = [json.loads(p.read_text()) for p in sorted((cached / "learning").glob("seed-*/training__summary.json"))]
     learning_commits = sorted({_commit(r) for r in runs}) or ["not run"]
     control = _json("learning") if (ROOT / "results" / "benchmarks" / "learning.json").is_file() else {}
+    out["controls_summary"] = _controls_sentence(control)
+    walls = [sum(r["wall_s"].values()) for r in control.get("copy_control", {}).get("per_seed", []) if "wall_s" in r]
+    out["control_minutes"] = _minutes(walls) if walls else "n/a (not timed)"
     out["figure_commits"] = (
         f"smoke tables {_commit(json.loads((cached / 'stamp.json').read_text()))}, smoke DAG time {_commit(dag)}, "
         f"learning runs {', '.join(learning_commits)}, learning controls "

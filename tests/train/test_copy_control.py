@@ -55,22 +55,8 @@ def copy_corpus(tmp_path_factory) -> Path:
     config["tasks"]["copy"]["repos"] = 12
     config["tasks"]["splits"] = {"train": 0.5, "val": 0.0, "test": 0.5}
     (root / "config.yaml").write_text(yaml.safe_dump(config))
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "terminus.cli",
-            "tasks",
-            "build",
-            "--config",
-            str(root / "config.yaml"),
-            "--out",
-            str(root / "tasks.jsonl"),
-            "--quiet",
-        ],
-        check=True,
-        cwd=root,
-    )
+    build = ["tasks", "build", "--config", str(root / "config.yaml"), "--out", str(root / "tasks.jsonl"), "--quiet"]
+    subprocess.run([sys.executable, "-m", "terminus.cli", *build], check=True, cwd=root)
     return root / "tasks.jsonl"
 
 

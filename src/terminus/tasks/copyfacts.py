@@ -16,6 +16,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminus.tasks.synthetic.render import write_files
+
 ADJECTIVES = (  # noqa: SIM905 - a list of words, read as one
     "amber brisk calm dusty eager faint gentle hollow icy jolly keen lively mellow narrow odd pale quick rapid "
     "sandy tidy upper vivid wary young zesty bold crisp dense early fierce grand humble inner lean merry noble open "
@@ -39,11 +41,7 @@ class CopyProject:
     package: str
 
     def write(self, root: Path) -> Path:
-        for rel, text in self.files.items():
-            path = root / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        return root
+        return write_files(self.files, root)
 
 
 def generate(index: int, seed: int) -> CopyProject:

@@ -23,11 +23,16 @@ class Project:
     facts: dict
 
     def write(self, root: Path) -> Path:
-        for rel, text in self.files.items():
-            path = root / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        return root
+        return write_files(self.files, root)
+
+
+def write_files(files: dict[str, str], root: Path) -> Path:
+    """A project's files (relative path -> text) under `root`."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
 
 
 def render(spec: Spec) -> Project:
