@@ -9,7 +9,9 @@ Per seed S (results/copy-S/):
   and sandbox, greedy, once as they are (`sft_recall`) and once with every tool output swapped for another task's
   whose facts share no value (`swapped_recall`, `train.evaluate.SwappedPolicy`); and L0 on the validation
   conversations, teacher-forced accuracy on the answer's fact tokens with real and swapped observations
-  (`train.probe.copy_diagnostic`). Target: recall >= 0.8 with swapped recall <= 0.1;
+  (`train.probe.copy_diagnostic`), with its curve over SFT's checkpoints. Target: recall >= 0.8 with swapped recall
+  <= 0.1. The scripted expert, which copies what it reads, runs the same tasks both ways (`expert_recall`,
+  `expert_swapped_recall`): it must score 1 and 0, or the fault is in the wiring, not the model;
 - **L2, GRPO's controls**: from the earliest SFT checkpoint whose greedy recall on 16 validation tasks reaches 0.3,
   32 GRPO steps with the grounded, recall-gated reward (configs/grpo/tiny-copy.yaml), its recall measured before
   and after on 16 held-out test tasks x 8 samples (`recall_before`, `recall_after`, `diff` with its 95% paired
@@ -135,6 +137,13 @@ def copy_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
     expert = read_jsonl(run / "tasks" / "valid.validation.trajectories.jsonl")
     swap = swap_partners([t for t in load_tasks(tasks_file) if t.split == "test"], expert)
     swapped = held_out(str(model), tasks_file, out / "held_out_sft_swapped.jsonl", swap=swap, **common)
+    # the wiring's own control: the scripted expert copies what it reads, so through the same loop, sandbox, swap,
+    # parser and fact checker it must recall every fact as they are and none swapped
+    expert_common = common | {"policy": "scripted", "name": "expert"}
+    expert_real = held_out("scripted", tasks_file, out / "held_out_expert.jsonl", **expert_common)
+    expert_swapped = held_out(
+        "scripted", tasks_file, out / "held_out_expert_swapped.jsonl", swap=swap, **expert_common
+    )
     deterministic_torch(0)
     tokenizer = AutoTokenizer.from_pretrained(model)
     net = AutoModelForCausalLM.from_pretrained(model).eval()
@@ -151,6 +160,8 @@ def copy_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
         "swapped_recall": rate(list(swapped["recall_per_task"].values())),
         "fact_token_acc_real": rate(diagnostic["per_conversation"]["real"]),
         "fact_token_acc_swapped": rate(diagnostic["per_conversation"]["swapped"]),
+        "expert_recall": rate(list(expert_real["recall_per_task"].values())),
+        "expert_swapped_recall": rate(list(expert_swapped["recall_per_task"].values())),
         "usable_answer_rate": real["usable_answer_rate"],
         "p_command": real["p_command"],
         "p_stated_given_printed": real["p_stated_given_printed"],
@@ -207,6 +218,9 @@ def grpo(run: Path, seed: int, start: str, name: str, shuffle: bool) -> dict:
         "--seed",
         str(seed),
     ] + (["--shuffle-rewards", "true"] if shuffle else [])
+    state = out / "before_after.json"
+    if (out / "final" / "config.json").is_file() and state.is_file() and "report" in json.loads(state.read_text()):
+        return json.loads(state.read_text())  # done: a rerun of the benchmark resumes after it
     log = run / "logs" / f"control_{name}.log"
     with log.open("w") as handle:
         done = subprocess.run(command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)

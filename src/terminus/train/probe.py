@@ -159,8 +159,16 @@ def copyable_facts(answer: str, observations: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _answer_positions(tokenizer, messages: list[dict], tools) -> tuple[list[int], list[int]] | None:
-    """The conversation's token ids and the positions of its final answer's copyable fact tokens; None without."""
+def fact_kind(fact: str) -> str:
+    """`location` (path:line), `test` (a test id or name) or `number`: what a copyable fact is."""
+    if re.fullmatch(r"[\w./-]+\.\w+:\d+", fact):
+        return "location"
+    return "number" if fact.isdigit() else "test"
+
+
+def _answer_positions(tokenizer, messages: list[dict], tools, with_kinds: bool = False):
+    """The conversation's token ids and the positions of its final answer's copyable fact tokens (and, `with_kinds`,
+    each position's `fact_kind`); None without."""
     answer = messages[-1].get("content") or ""
     observations = "\n".join(m.get("content") or "" for m in messages if m.get("role") == "tool")
     spans = copyable_facts(answer, observations)
@@ -176,7 +184,16 @@ def _answer_positions(tokenizer, messages: list[dict], tools) -> tuple[list[int]
     enc = tokenizer(full, return_offsets_mapping=True)
     want = [(base + a, base + b) for a, b in spans]
     positions = [i for i, (s, _) in enumerate(enc["offset_mapping"]) if i > 0 and any(a <= s < b for a, b in want)]
-    return (enc["input_ids"], positions) if positions else None
+    if not positions:
+        return None
+    if not with_kinds:
+        return enc["input_ids"], positions
+    kinds = []
+    for i in positions:
+        start = enc["offset_mapping"][i][0]
+        a, b = next((a, b) for a, b in want if a <= start < b)
+        kinds.append(fact_kind(full[a:b]))
+    return enc["input_ids"], positions, kinds
 
 
 def _accuracy(model, ids: list[int], positions: list[int]) -> list[float]:
@@ -202,12 +219,17 @@ def copy_diagnostic(model, tokenizer, rows: list[dict], limit: int = 40) -> dict
         ):
             usable.append((messages, tools))
     real, swapped, per_real, per_swapped = [], [], [], []
+    by_kind: dict[str, dict[str, list[float]]] = {}
     for i, (messages, tools) in enumerate(usable[:limit]):
-        found = _answer_positions(tokenizer, messages, tools)
-        if found is None:
+        kinded = _answer_positions(tokenizer, messages, tools, with_kinds=True)
+        if kinded is None:
             continue
-        real += _accuracy(model, *found)
-        per_real.append(statistics.fmean(real[-len(found[1]) :]))
+        found, kinds = kinded[:2], kinded[2]
+        hits = _accuracy(model, *found)
+        real += hits
+        per_real.append(statistics.fmean(hits))
+        for kind, hit in zip(kinds, hits, strict=True):
+            by_kind.setdefault(kind, {"real": [], "swapped": []})["real"].append(hit)
         partner = usable[(i + 1) % len(usable)][0]
         outputs = [m.get("content") or "" for m in partner if m.get("role") == "tool"] or [""]
         k, other = 0, []
@@ -218,8 +240,11 @@ def copy_diagnostic(model, tokenizer, rows: list[dict], limit: int = 40) -> dict
             other.append(m)
         swapped_found = _swapped_positions(tokenizer, other, tools, found)
         if swapped_found is not None:
-            swapped += _accuracy(model, *swapped_found)
-            per_swapped.append(statistics.fmean(swapped[-len(swapped_found[1]) :]))
+            hits = _accuracy(model, *swapped_found)
+            swapped += hits
+            per_swapped.append(statistics.fmean(hits))
+            for kind, hit in zip(kinds, hits, strict=True):
+                by_kind[kind]["swapped"].append(hit)
 
     def mean(values) -> float | None:
         return round(statistics.fmean(values), 4) if values else None
@@ -230,6 +255,11 @@ def copy_diagnostic(model, tokenizer, rows: list[dict], limit: int = 40) -> dict
         "fact_token_acc_swapped": mean(swapped),
         # each conversation's accuracy: its tokens are not independent, so intervals are over conversations
         "per_conversation": {"real": [round(a, 4) for a in per_real], "swapped": [round(a, 4) for a in per_swapped]},
+        # by what the fact is: a model may copy numbers long before names or path:line
+        "by_kind": {
+            k: {"tokens": len(v["real"]), "real": mean(v["real"]), "swapped": mean(v["swapped"])}
+            for k, v in sorted(by_kind.items())
+        },
     }
 
 
