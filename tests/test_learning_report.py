@@ -102,3 +102,19 @@ def test_notebook_functions_read_the_cached_learning_tables(tmp_path):
     assert len(fig.axes) == 4  # SFT loss, GRPO reward, held-out recall, GRPO before/after
     assert runs[1]["before_after"]["diff"] == 0.1
     assert training.load_learning(tmp_path / "nothing-here") is None
+
+
+def test_the_report_keeps_the_controls_and_stamps_itself(tmp_path):
+    """learning.json is written by two benchmarks: learning.py (the runs) keeps the controls' sections that
+    copy_control.py wrote, and stamps the file; each row carries issue 45's keys, null where a summary predates
+    them (these fake summaries have no usable-answer rate)."""
+    out = tmp_path / "learning.json"
+    controls = {"copy_control": {"per_seed": [{"seed": 0}]}, "grpo_control": {"per_seed": []}}
+    out.write_text(json.dumps({"per_seed": ["old"], **controls}))
+    data = report(tmp_path, {0: (0.5, 0.1), 1: (0.6, 0.1)})
+    assert data["copy_control"] == controls["copy_control"] and data["grpo_control"] == controls["grpo_control"]
+    assert set(data["stamp"]) >= {"commit", "dirty", "config_hash", "inputs", "machine"}
+    row = data["per_seed"][0]
+    assert row["held_out_recall_sft"] == {"mean": None, "lo": None, "hi": None, "n": 0}  # no episodes written here
+    assert row["usable_answer_rate"] == {"sft": None, "grpo": None}
+    assert set(row) >= {"held_out_recall_grpo", "p_command", "p_stated_given_printed"}

@@ -256,3 +256,25 @@ def test_paired_and_rate_intervals():
     after = {t: [v + 0.3 for v in vs] for t, vs in before.items()}
     d = bench.paired(before, after)
     assert d["n"] == 16 and abs(d["mean"] - 0.3) < 1e-9 and d["lo"] > 0
+
+
+def test_fact_kinds():
+    from terminus.train.probe import fact_kind
+
+    assert fact_kind("tests/test_a.py:41") == "location"
+    assert fact_kind("17") == "number"
+    assert fact_kind("tests/test_a.py::test_brisk_otter") == "test" and fact_kind("test_brisk_otter") == "test"
+
+
+def test_grpo_measures_on_held_out_tasks_it_never_trains_on(copy_corpus):
+    from terminus.tasks.record import load_tasks
+    from terminus.train import TrainingInputError
+    from terminus.train.grpo import held_out_tasks
+
+    tasks = load_tasks(copy_corpus)
+    training = {t.id: t for t in tasks if t.split == "train"}
+    drawn = held_out_tasks(copy_corpus, "test", 4, seed=0, training=training)
+    assert len(drawn) == 4 and all(t.split == "test" for t in drawn.values()) and not set(drawn) & set(training)
+    assert drawn == held_out_tasks(copy_corpus, "test", 4, seed=0, training=training)
+    with pytest.raises(TrainingInputError, match="0 val tasks"):
+        held_out_tasks(copy_corpus, "val", 4, seed=0, training=training)
