@@ -19,7 +19,8 @@ Per seed S (results/copy-S/):
   Target: `diff`'s interval above 0 on at least 2 of 3 seeds; `shuffled_diff`'s contains 0.
 
 Writes results/copy-S/control/summary.json per seed and merges `copy_control` and `grpo_control` (each
-`per_seed[]` with rates as {mean, lo, hi, n}, and `targets`) into results/benchmarks/learning.json, stamped.
+`per_seed[]` with rates as {mean, lo, hi, n}, and its own `stamp`) and `control_targets` into
+results/benchmarks/learning.json (whose top-level `stamp` is the learning runs', benchmarks/learning.py's).
 `--check` (`make learning-check`) writes nothing tracked: it reruns the seeds given from nothing, in
 results/copy-check-S/ (removed first), and compares them with the committed learning.json within the tolerances
 below, and exits 1 on a difference.
@@ -343,12 +344,16 @@ def main() -> int:
         print("learning-check:", "figures differ" if problems else "the rerun seeds match the committed figures")
         return 1 if problems else 0
     data = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    # the controls' sections carry their own stamp: the file's top-level one is the learning runs' (learning.py),
+    # which may be older, and is not claimed for them
+    stamp = result_stamp(
+        None, {"config": str(CONFIG.relative_to(ROOT)), "grpo_recipe": str(GRPO_RECIPE.relative_to(ROOT))}
+    )
+    for section in fresh.values():
+        section["stamp"] = stamp
     data |= fresh
     data["control_targets"] = targets(fresh["copy_control"]["per_seed"], fresh["grpo_control"]["per_seed"])
     data["control_seeds"] = args.seeds
-    data["stamp"] = result_stamp(
-        None, {"config": str(CONFIG.relative_to(ROOT)), "grpo_recipe": str(GRPO_RECIPE.relative_to(ROOT))}
-    )
     write_text_atomic(args.out, json.dumps(data, indent=1) + "\n")
     print(json.dumps({k: data[k] for k in ("copy_control", "grpo_control", "control_targets")}, indent=1))
     return 0

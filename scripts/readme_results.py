@@ -169,12 +169,14 @@ def controls_rows(path: Path) -> list[str]:
     copy, grpo = data["copy_control"]["per_seed"], {r["seed"]: r for r in data["grpo_control"]["per_seed"]}
     lines = [
         f"Learning controls (`configs/copy-control.yaml`, `benchmarks/copy_control.py`, commit "
-        f"{_commit(data)}; the copy-the-fact family, values fresh in every task; rates with their 95% t interval over "
+        f"{_commit(data['copy_control'])}; the copy-the-fact family, values fresh in every task; rates with their 95% "
+        "t interval over "
         "tasks or conversations, n beside them):",
         "",
-        "| seed | SFT held-out recall | swapped-output recall | fact-token accuracy, real / swapped | usable answers "
-        "| GRPO start (greedy recall) | recall before -> after | difference | shuffled-reward difference |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| seed | SFT held-out recall | swapped-output recall | expert's recall, real / swapped | fact-token "
+        "accuracy, real / swapped | usable answers | GRPO start (greedy recall) | recall before -> after | difference "
+        "| shuffled-reward difference |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in copy:
         g = grpo.get(r["seed"], {})
@@ -185,6 +187,7 @@ def controls_rows(path: Path) -> list[str]:
             str(r["seed"]),
             f"{_ci(r['sft_recall'])} (n = {r['sft_recall']['n']})",
             f"{_ci(r['swapped_recall'])} (n = {r['swapped_recall']['n']})",
+            f"{_num(r.get('expert_recall', {}).get('mean'))} / {_num(r.get('expert_swapped_recall', {}).get('mean'))}",
             f"{_num(r['fact_token_acc_real']['mean'])} / {_num(r['fact_token_acc_swapped']['mean'])} "
             f"(n = {r['fact_token_acc_real']['n']})",
             _num(r.get("usable_answer_rate")),
@@ -319,7 +322,7 @@ def figures() -> dict[str, str]:
     out["figure_commits"] = (
         f"smoke tables {_commit(json.loads((cached / 'stamp.json').read_text()))}, smoke DAG time {_commit(dag)}, "
         f"learning runs {', '.join(learning_commits)}, learning controls "
-        f"{_commit(control) if 'copy_control' in control else 'not run'}"
+        f"{_commit(control['copy_control']) if 'copy_control' in control else 'not run'}"
     )
     learning = _json("learning")
     mean = {
