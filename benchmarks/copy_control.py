@@ -258,6 +258,7 @@ def one_seed(seed: int, prefix: str) -> dict:
     from terminus.runspec import load_run
 
     started = time.monotonic()
+    fresh = not (ROOT / "results" / f"{prefix}-{seed}").exists()
     run = pipeline(f"{prefix}-{seed}", seed)
     spec = load_run(run / "config.yaml")
     max_turns = spec.cfg.collect.max_turns
@@ -265,9 +266,13 @@ def one_seed(seed: int, prefix: str) -> dict:
     copy = copy_control(run, seed, spec.sandbox, max_turns)
     copied = time.monotonic()
     grpo = grpo_control(run, seed, spec.sandbox, max_turns)
-    # wall clock of each part on this machine (a resumed run counts only what it redid)
-    copy["wall_s"] = {"pipeline": round(made - started), "l1": round(copied - made),
-                      "l2": round(time.monotonic() - copied)}  # fmt: skip
+    # wall clock of each part on this machine, from a run that started from nothing; a resumed one keeps what its
+    # first complete run measured (or none: a resumed run's time is not a seed's cost)
+    wall = {"pipeline": round(made - started), "l1": round(copied - made), "l2": round(time.monotonic() - copied)}
+    earlier = run / "control" / "summary.json"
+    copy["wall_s"] = (
+        wall if fresh else (json.loads(earlier.read_text())["copy"].get("wall_s") if earlier.is_file() else None)
+    )
     summary = {"copy": copy, "grpo": grpo}
     write_json_atomic(run / "control" / "summary.json", summary | {"stamp": result_stamp(spec.config["_hash"])})
     return summary

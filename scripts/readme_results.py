@@ -317,7 +317,7 @@ def figures() -> dict[str, str]:
     learning_commits = sorted({_commit(r) for r in runs}) or ["not run"]
     control = _json("learning") if (ROOT / "results" / "benchmarks" / "learning.json").is_file() else {}
     out["controls_summary"] = _controls_sentence(control)
-    walls = [sum(r["wall_s"].values()) for r in control.get("copy_control", {}).get("per_seed", []) if "wall_s" in r]
+    walls = [sum(r["wall_s"].values()) for r in control.get("copy_control", {}).get("per_seed", []) if r.get("wall_s")]
     out["control_minutes"] = _minutes(walls) if walls else "n/a (not timed)"
     out["figure_commits"] = (
         f"smoke tables {_commit(json.loads((cached / 'stamp.json').read_text()))}, smoke DAG time {_commit(dag)}, "
