@@ -11,7 +11,13 @@ Where a file's stamp is (results/README.md says the same):
   cannot hold one).
 Stamp files (`stamp.json`, `*.stamp.json`) are checked as stamps themselves.
 
-    python scripts/check_results.py [--root REPO] [FOLDER ...]   (default: results/cached results/benchmarks)
+A JSON object's sections that carry their own `stamp` (learning.json's controls) are checked as well, as
+`<file>#<section>`. `--ledger results/stale.txt` (what CI runs) reports the results listed there, known to be
+unstamped or stale until their benchmarks are rerun, without failing on them; it fails on every other one, and on an
+entry that now passes or names no file, so the ledger only shrinks.
+
+    python scripts/check_results.py [--root REPO] [--ledger FILE] [FOLDER ...]
+    (default folders: results/cached results/benchmarks)
 """
 
 from __future__ import annotations
@@ -122,44 +128,101 @@ class Ancestry:
         return self.known[commit]
 
 
+def section_stamps(path: Path) -> dict[str, dict]:
+    """The stamps of a JSON object's sections that carry their own (`{"copy_control": {..., "stamp": {...}}}`:
+    learning.json's controls, written by another benchmark than its top level)."""
+    if path.suffix != ".json" or is_stamp_file(path):
+        return {}
+    try:
+        data = json.loads(path.read_text(errors="replace"))
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v["stamp"] for k, v in data.items() if isinstance(v, dict) and "stamp" in v}
+
+
+def problem_of(commit: str, dirty: bool, ancestry: Ancestry) -> str | None:
+    if dirty:
+        return f"dirty stamp (commit {commit}-dirty: made from uncommitted changes)"
+    return ancestry.problem(commit)
+
+
 def check(root: Path, folders: list[str]) -> tuple[list[str], list[str]]:
-    """(every file checked, relative to `root`; the failures as 'path: why')."""
+    """(every file checked, relative to `root`; the failures as 'path: why'), sections with their own stamp
+    checked too (as 'path#section: why')."""
     ancestry = Ancestry(root)
     checked, failures = [], []
     for folder in folders:
         for path in sorted(p for p in (root / folder).rglob("*") if p.is_file() and p.suffix in SUFFIXES):
             rel = str(path.relative_to(root))
             checked.append(rel)
+            for section, stamp in section_stamps(path).items():
+                try:
+                    problem = problem_of(*from_stamp(stamp), ancestry)
+                except NoStamp as err:
+                    problem = str(err)
+                if problem:
+                    failures.append(f"{rel}#{section}: {problem}")
             try:
-                commit, dirty = stamp_of(path)
+                problem = problem_of(*stamp_of(path), ancestry)
             except NoStamp as err:
-                failures.append(f"{rel}: {err}")
-                continue
-            if dirty:
-                failures.append(f"{rel}: dirty stamp (commit {commit}-dirty: made from uncommitted changes)")
-                continue
-            problem = ancestry.problem(commit)
+                problem = str(err)
             if problem:
                 failures.append(f"{rel}: {problem}")
     return checked, failures
+
+
+def read_ledger(path: Path) -> dict[str, str]:
+    """The ledger of results known to be unstamped or stale: `<file>  # why`, one a line; '#' lines are comments."""
+    entries = {}
+    for line in path.read_text().splitlines():
+        name, _, why = line.partition("#")
+        if name.strip():
+            entries[name.strip()] = why.strip()
+    return entries
+
+
+def apply_ledger(failures: list[str], ledger: dict[str, str], checked: list[str]) -> tuple[list[str], list[str]]:
+    """(failures the ledger does not excuse, the ledger's excused files). The ledger may only shrink: an entry for a
+    file that now passes, or that no longer exists, is itself a failure (take it out), so CI fails on any new
+    unstamped or stale result and on a ledger that hides nothing."""
+    failing = {f.split(": ", 1)[0] for f in failures}
+    out = [f for f in failures if f.split(": ", 1)[0] not in ledger]
+    for name in ledger:
+        if name not in checked and "#" not in name:
+            out.append(f"{name}: in the ledger but no such result file (take it out of the ledger)")
+        elif name not in failing:
+            out.append(f"{name}: in the ledger but its stamp now passes (take it out of the ledger)")
+    return out, sorted(n for n in ledger if n in failing)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folders", nargs="*", default=list(FOLDERS), help="Folders under --root to check.")
     ap.add_argument("--root", type=Path, default=ROOT, help="The repository (default: this checkout).")
+    ap.add_argument("--ledger", type=Path, help="Results known to be unstamped or stale (results/stale.txt), "
+                    "each reported but not failed; the ledger may only shrink.")  # fmt: skip
     args = ap.parse_args(argv)
     missing = [f for f in args.folders if not (args.root / f).is_dir()]
     if missing:
         print(f"error: not a folder under {args.root}: {', '.join(missing)}", file=sys.stderr)
         return 2
     checked, failures = check(args.root, args.folders)
+    excused: list[str] = []
+    if args.ledger:
+        ledger = read_ledger(args.ledger if args.ledger.is_absolute() else args.root / args.ledger)
+        failures, excused = apply_ledger(failures, ledger, checked)
+        for name in excused:
+            print(f"{name}: known stale, in the ledger ({ledger[name]})")
     for failure in failures:
         print(failure)
     if failures:
         print(f"{len(failures)} of {len(checked)} result files fail their stamp check")
         return 1
-    print(f"{len(checked)} result files stamped clean, each at an ancestor of HEAD")
+    stale = f"; {len(excused)} known stale, in the ledger" if excused else ""
+    print(f"{len(checked) - len(excused)} of {len(checked)} result files stamped clean, each at an ancestor of HEAD"
+          f"{stale}")  # fmt: skip
     return 0
 
 

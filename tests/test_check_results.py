@@ -116,3 +116,41 @@ def test_the_check_writes_nothing(repo):
     assert check(repo).returncode == 1
     assert {p: p.stat().st_mtime_ns for p in repo.rglob("*") if ".git" not in p.parts} == before
     assert git(repo, "status", "--porcelain") == "?? results/cached/learning.json"
+
+
+def test_the_ledger_excuses_only_what_it_lists_and_only_shrinks(repo):
+    """`--ledger` (what CI runs): a listed unstamped file is reported, not failed; an unlisted one still fails; an
+    entry for a file that now passes, or for no file, fails, so that the ledger can only shrink."""
+    repo, first = repo
+    bench = repo / "results" / "benchmarks"
+    (bench / "old.json").write_text(json.dumps({"recall": 0.1}))
+    ledger = repo / "results" / "stale.txt"
+    ledger.write_text("# known stale\nresults/benchmarks/old.json  # predates stamps\n")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--root", str(repo), "--ledger", str(ledger)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout
+    assert "results/benchmarks/old.json: known stale, in the ledger (predates stamps)" in done.stdout
+    assert "8 of 9 result files stamped clean" in done.stdout and "1 known stale" in done.stdout
+    (bench / "new.json").write_text(json.dumps({"recall": 0.2}))  # a new result without a stamp
+    done = subprocess.run([sys.executable, str(SCRIPT), "--root", str(repo), "--ledger", str(ledger)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 1 and "results/benchmarks/new.json: no stamp" in done.stdout
+    (bench / "new.json").unlink()
+    (bench / "old.json").write_text(json.dumps({"recall": 0.1, "stamp": {"commit": first, "dirty": False}}))
+    ledger.write_text("results/benchmarks/old.json  # predates stamps\nresults/benchmarks/gone.json  # gone\n")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--root", str(repo), "--ledger", str(ledger)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 1
+    assert "results/benchmarks/old.json: in the ledger but its stamp now passes" in done.stdout
+    assert "results/benchmarks/gone.json: in the ledger but no such result file" in done.stdout
+
+
+def test_a_section_with_its_own_stamp_is_checked_too(repo):
+    """learning.json's controls carry their own stamp beside the file's: a dirty one fails as file#section."""
+    repo, first = repo
+    data = {"stamp": {"commit": first, "dirty": False}, "copy_control": {"per_seed": [],
+            "stamp": {"commit": first, "dirty": True}}}  # fmt: skip
+    (repo / "results" / "benchmarks" / "learning.json").write_text(json.dumps(data))
+    done = check(repo)
+    assert done.returncode == 1
+    assert f"results/benchmarks/learning.json#copy_control: dirty stamp (commit {first}-dirty" in done.stdout
