@@ -227,7 +227,7 @@ def _controls_sentence(data: dict) -> str:
 
 def _commit(data: dict) -> str:
     """The commit a result file's stamp names (`-dirty` kept), or that it has none."""
-    stamp = data.get("stamp") or {}
+    stamp = data.get("stamp") or data  # a stamp file (results/cached/stamp.json) is its own stamp
     commit = stamp.get("commit") or data.get("git_commit")
     if not commit:
         return "unstamped"
