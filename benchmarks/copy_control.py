@@ -52,6 +52,7 @@ GRPO_RECIPE = ROOT / "configs" / "grpo" / "tiny-copy.yaml"
 BIN = Path(sys.executable).parent
 PROBE_TASKS = 16  # validation tasks a checkpoint's greedy recall is read on
 START_RECALL = 0.3  # the GRPO control starts from the first checkpoint at or above this
+GREEDY_TASKS = 48  # held-out tasks the GRPO control's start and end models are run on greedily, real and swapped
 # --check: a rerun on this machine kind repeats the figures exactly; on another, CPU float drift moves a trained
 # model's greedy answers on a few tasks, so rates are compared within these absolute tolerances
 TOLERANCE = {
@@ -230,6 +231,25 @@ def grpo(run: Path, seed: int, start: str, name: str, shuffle: bool) -> dict:
     return json.loads((out / "before_after.json").read_text())
 
 
+def greedy_pair(run: Path, model: Path, name: str, sandbox, max_turns: int, tasks: int = GREEDY_TASKS) -> dict:
+    """A model's greedy recall on the first `tasks` held-out tasks, as they are and with swapped tool output."""
+    from terminus.tasks.record import load_tasks
+    from terminus.train.evaluate import held_out, swap_partners
+
+    tasks_file = run / "tasks" / "valid.jsonl"
+    test = [t for t in load_tasks(tasks_file) if t.split == "test"]
+    swap = swap_partners(test, read_jsonl(run / "tasks" / "valid.validation.trajectories.jsonl"))
+    chosen = set(sorted(swap)[:tasks])
+    common = {"sandbox": sandbox, "max_turns": max_turns, "concurrency": 2, "split": "test", "max_new_tokens": 256,
+              "per_task": True, "task_ids": chosen, "name": name}  # fmt: skip
+    out = run / "control"
+    real = held_out(str(model), tasks_file, out / f"greedy_{name}.jsonl", **common)
+    swapped = held_out(str(model), tasks_file, out / f"greedy_{name}_swapped.jsonl",
+                       swap={t: swap[t] for t in chosen}, **common)  # fmt: skip
+    return {"recall": rate(list(real["recall_per_task"].values())),
+            "swapped_recall": rate(list(swapped["recall_per_task"].values()))}  # fmt: skip
+
+
 def grpo_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
     start = starting_checkpoint(run, sandbox, max_turns)
     real = grpo(run, seed, start["checkpoint"], "grpo", shuffle=False)
@@ -241,6 +261,12 @@ def grpo_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
     write_json_atomic(shuffled_dir / "before_after.json", state)
     shuffled = grpo(run, seed, start["checkpoint"], "grpo-shuffled", shuffle=True)
     before, after = real["before"]["recall"], real["after"]["recall"]
+    # does GRPO's rise come from copying? Greedy on held-out tasks as they are and swapped, before and after: a rise
+    # in copying shows as real recall up with swapped recall flat; better guessing lifts both
+    greedy = {
+        name: greedy_pair(run, ROOT / model, name, sandbox, max_turns)
+        for name, model in (("start", start["checkpoint"]), ("grpo", run / "control" / "grpo" / "final"))
+    }
     return {
         "seed": seed,
         "start": start,
@@ -249,6 +275,7 @@ def grpo_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
         "diff": paired(before, after),
         "shuffled_recall_after": rate([statistics.fmean(v) for _, v in sorted(shuffled["after"]["recall"].items())]),
         "shuffled_diff": paired(shuffled["before"]["recall"], shuffled["after"]["recall"]),
+        "greedy": greedy,
         "samples_per_task": real["report"]["samples_per_task"],
         "reward_diff": {"mean": real["report"]["diff"], "ci95": real["report"]["ci95"]},
     }

@@ -175,8 +175,8 @@ def controls_rows(path: Path) -> list[str]:
         "",
         "| seed | SFT held-out recall | swapped-output recall | expert's recall, real / swapped | fact-token "
         "accuracy, real / swapped | usable answers | GRPO start (greedy recall) | recall before -> after | difference "
-        "| shuffled-reward difference |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| shuffled-reward difference | greedy recall real / swapped, start -> GRPO |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in copy:
         g = grpo.get(r["seed"], {})
@@ -196,6 +196,7 @@ def controls_rows(path: Path) -> list[str]:
             f"(n = {g.get('recall_before', {}).get('n', 'n/a')} x {g.get('samples_per_task', 'n/a')})",
             _ci(g.get("diff", {}), "+.3f"),
             _ci(g.get("shuffled_diff", {}), "+.3f"),
+            _greedy(g.get("greedy", {})),
         ]
         lines.append(f"| {' | '.join(cells)} |")
     targets = data.get("control_targets", {})
@@ -223,6 +224,15 @@ def _controls_sentence(data: dict) -> str:
         f"{means(grpo, 'diff', '+.2f')} (interval above 0 on {above} of {len(grpo)} seeds), and with shuffled rewards "
         f"by {means(grpo, 'shuffled_diff', '+.2f')} (interval containing 0 on {shuffled} of {len(grpo)})"
     )
+
+
+def _greedy(greedy: dict) -> str:
+    """`real / swapped` greedy recall of the GRPO control's start and end models, with n."""
+    if not greedy:
+        return "n/a"
+    start, end = greedy["start"], greedy["grpo"]
+    return (f"{_num(start['recall']['mean'])} / {_num(start['swapped_recall']['mean'])} -> "
+            f"{_num(end['recall']['mean'])} / {_num(end['swapped_recall']['mean'])} (n = {end['recall']['n']})")  # fmt: skip
 
 
 def _commit(data: dict) -> str:
