@@ -231,8 +231,8 @@ def _greedy(greedy: dict) -> str:
     if not greedy:
         return "n/a"
     start, end = greedy["start"], greedy["grpo"]
-    return (f"{_num(start['recall']['mean'])} / {_num(start['swapped_recall']['mean'])} -> "
-            f"{_num(end['recall']['mean'])} / {_num(end['swapped_recall']['mean'])} (n = {end['recall']['n']})")  # fmt: skip
+    pairs = [f"{_num(m['recall']['mean'])} / {_num(m['swapped_recall']['mean'])}" for m in (start, end)]
+    return f"{pairs[0]} -> {pairs[1]} (n = {end['recall']['n']})"
 
 
 def _commit(data: dict) -> str:
