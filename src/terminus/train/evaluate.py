@@ -19,7 +19,7 @@ from terminus.collect import provenance as prov
 from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.collect.runner import run_episode, run_jobs, start_failed
 from terminus.io import read_jsonl, write_json_atomic
-from terminus.judge.facts import check, fact_path, observations_of
+from terminus.judge.facts import check, fact_path, observations_of, required_facts
 from terminus.judge.form import usable_answer
 from terminus.models import shared_policy
 from terminus.models.local import warm_imports
@@ -55,8 +55,6 @@ def swap_partners(tasks: list[Task], expert: list[dict]) -> dict[str, list[str]]
     """Task id -> the tool outputs another task's expert episode printed: the next task (in id order, cyclically)
     whose facts share no required value with this one's (other pass and fail counts, other failing tests), so that
     a copied fact can never be right by chance."""
-    from terminus.judge.facts import required_facts
-
     outputs = {r["task_id"]: [m["content"] for m in r["messages"] if m.get("role") == "tool"] for r in expert}
     ordered = sorted((t for t in tasks if outputs.get(t.id)), key=lambda t: t.id)
     values = {t.id: {(k, str(v)) for k, v in required_facts(t.task_type, t.facts)} for t in ordered}
