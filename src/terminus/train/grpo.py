@@ -278,6 +278,10 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     references = {}
     if script_args.references:
         references = {r["task_id"]: r for r in read_jsonl(Path(resolve_model(script_args.references)))}
+    measured = {}  # the held-out tasks before/after measures on, which the Scorer must know too
+    if script_args.measure_split:
+        measured = held_out_tasks(tasks_file, script_args.measure_split, script_args.measure_tasks,
+                                  training_args.seed, task_map)  # fmt: skip
     if script_args.use_llm_judge and not (run.judge.endpoint or run.judge.serve):
         raise TrainingInputError("--use_llm_judge needs judge.endpoint (or judge.serve) in the experiment config")
     # the same Scorer as `terminus judge` builds (prompts, concurrency, limits, judge.group) with the run's one cache
@@ -285,7 +289,7 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     scorer = stack.enter_context(
         scorer_from_config(
             run.cfg,
-            task_map,
+            task_map | measured,
             judge_cache_dir(run.config),
             no_llm=not script_args.use_llm_judge,
             references=references,
@@ -306,10 +310,6 @@ def main(script_args: GRPOScriptArguments, training_args, model_args, reward_fun
     rewards = rewards or [infra.GuardedReward(scorer, guard, scorer)]
     if script_args.shuffle_rewards:
         rewards = [ShuffledReward(r, training_args.num_generations, training_args.seed) for r in rewards]
-    measured = {}
-    if script_args.measure_split:
-        measured = held_out_tasks(tasks_file, script_args.measure_split, script_args.measure_tasks,
-                                  training_args.seed, task_map)  # fmt: skip
     trainer = grpo_trainer_class()(
         model=model,
         reward_funcs=rewards,
