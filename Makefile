@@ -58,7 +58,8 @@ learning: $(STAMP) sysdeps
 # Issue 45's controls alone (benchmarks/copy_control.py on configs/copy-control.yaml, once per seed): the
 # copy-the-fact control that must be learned (L1) and GRPO's controls, the real reward that must raise recall and the
 # shuffled one that must not (L2) -> learning.json's copy_control and grpo_control. `learning-check` reruns seed 0
-# and compares it with the committed figures (writing nothing tracked): run it before committing learning results.
+# and compares it with the committed figures (writing only results/benchmarks/learning_check.json, its verdict and
+# times): run it before committing learning results.
 learning-controls: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/copy_control.py --seeds $(SEEDS)
 
