@@ -88,3 +88,23 @@ def test_grpo_chooses_tasks_for_spread_and_measures_before_and_after(briefly_sft
     state2 = json.loads((tmp_path / "grpo" / "before_after.json").read_text())
     assert state2["selected"] == state["selected"] and state2["before"] == before
     assert again["before_after"]["before"] == report["before"]
+
+
+@pytest.mark.slow
+def test_grpo_measures_on_held_out_tasks_with_shuffled_rewards(briefly_sft_model, sft_data, tmp_path):
+    """The copy control's L2 options through GRPO's main: before and after on a seeded draw of another split's
+    tasks (which the Scorer must know: the first control run stopped on a KeyError there), with each group's
+    rewards shuffled."""
+    from terminus.tasks.record import load_tasks
+
+    tasks, _ = sft_data
+    options = ["--max_tasks", "2", "--before_after_samples", "2", "--measure_split", "val", "--measure_tasks", "2",
+               "--shuffle_rewards", "true"]  # fmt: skip
+    result = run_grpo(briefly_sft_model, tasks, tmp_path / "grpo", "--max_steps", "1", *options)
+    state = json.loads((tmp_path / "grpo" / "before_after.json").read_text())
+    split = {t.id: t.split for t in load_tasks(tasks)}
+    assert len(state["before_ids"]) == 2 and all(split[t] == "val" for t in state["before_ids"])
+    assert state["inputs"]["measure_split"] == "val" and result["before_after"]["tasks"] == 2
+    assert set(state["after"]["recall"]) == set(state["before_ids"])
+    logs = [json.loads(x) for x in (tmp_path / "grpo" / "metrics.jsonl").read_text().splitlines()]
+    assert len([r for r in logs if "reward" in r]) == 1
