@@ -217,10 +217,12 @@ def _controls_sentence(data: dict) -> str:
 
     above = sum(r["diff"]["lo"] > 0 for r in grpo)
     shuffled = sum(r["shuffled_diff"]["lo"] <= 0 <= r["shuffled_diff"]["hi"] for r in grpo)
+    seeds = f"seed{'s' if len(copy) > 1 else ''} {', '.join(str(r['seed']) for r in copy)}"
     return (
-        f"on the copy-the-fact family the SFT model recalls {means(copy, 'sft_recall')} of the held-out facts "
-        f"(seeds {', '.join(str(r['seed']) for r in copy)}) and {means(copy, 'swapped_recall')} with every tool "
-        f"output swapped for another task's; GRPO from an early checkpoint changes recall by "
+        f"on the copy-the-fact family ({seeds}) the scripted expert recalls {means(copy, 'expert_recall')} of the "
+        f"held-out facts and {means(copy, 'expert_swapped_recall')} with every tool output swapped for another "
+        f"task's, so the fact path carries facts; the SFT model recalls {means(copy, 'sft_recall')} and "
+        f"{means(copy, 'swapped_recall')} swapped; GRPO from an early checkpoint changes recall by "
         f"{means(grpo, 'diff', '+.2f')} (interval above 0 on {above} of {len(grpo)} seeds), and with shuffled rewards "
         f"by {means(grpo, 'shuffled_diff', '+.2f')} (interval containing 0 on {shuffled} of {len(grpo)})"
     )
