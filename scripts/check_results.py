@@ -157,19 +157,16 @@ def check(root: Path, folders: list[str]) -> tuple[list[str], list[str]]:
         for path in sorted(p for p in (root / folder).rglob("*") if p.is_file() and p.suffix in SUFFIXES):
             rel = str(path.relative_to(root))
             checked.append(rel)
-            for section, stamp in section_stamps(path).items():
+            stamps = {
+                f"{rel}#{section}": lambda s=stamp: from_stamp(s) for section, stamp in section_stamps(path).items()
+            }
+            for name, read in [*stamps.items(), (rel, lambda p=path: stamp_of(p))]:
                 try:
-                    problem = problem_of(*from_stamp(stamp), ancestry)
+                    problem = problem_of(*read(), ancestry)
                 except NoStamp as err:
                     problem = str(err)
                 if problem:
-                    failures.append(f"{rel}#{section}: {problem}")
-            try:
-                problem = problem_of(*stamp_of(path), ancestry)
-            except NoStamp as err:
-                problem = str(err)
-            if problem:
-                failures.append(f"{rel}: {problem}")
+                    failures.append(f"{name}: {problem}")
     return checked, failures
 
 
