@@ -46,6 +46,7 @@ from benchmark_result import RESULTS, write_result
 from terminus.determinism import result_stamp
 from terminus.io import read_jsonl, write_json_atomic, write_text_atomic
 from terminus.stats import mean_interval
+from terminus.stats import rate_summary as rate
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "copy-control.yaml"
@@ -70,19 +71,6 @@ TARGETS = {
     "sft_recall": (">=", 0.8),
     "swapped_recall": ("<=", 0.1),
 }
-
-
-def rate(values: list[float]) -> dict:
-    """{mean, lo, hi, n}: the mean of per-unit values in [0, 1] with its 95% t interval over the units."""
-    if not values:
-        return {"mean": None, "lo": None, "hi": None, "n": 0}
-    mean, half = mean_interval(values)
-    return {
-        "mean": round(mean, 4),
-        "lo": round(max(0.0, mean - half), 4),
-        "hi": round(min(1.0, mean + half), 4),
-        "n": len(values),
-    }
 
 
 def paired(before: dict[str, list[float]], after: dict[str, list[float]]) -> dict:

@@ -20,8 +20,7 @@ import sys
 from pathlib import Path
 
 from benchmark_result import write_result
-from copy_control import checkpoints, rate
-from terminus.io import read_jsonl
+from copy_control import checkpoints, greedy_pair
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -76,21 +75,9 @@ def point(model: Path, step: int, run: Path, limit: int) -> dict:
 def held_out(model: Path, run: Path) -> dict:
     """The model's greedy recall on 48 held-out tasks, as they are and swapped (as copy_control's L1)."""
     from terminus.runspec import load_run
-    from terminus.tasks.record import load_tasks
-    from terminus.train.evaluate import held_out as evaluate
-    from terminus.train.evaluate import swap_partners
 
     spec = load_run(run / "config.yaml")
-    tasks_file = run / "tasks" / "valid.jsonl"
-    test = [t for t in load_tasks(tasks_file) if t.split == "test"][:48]
-    swap = swap_partners(test, read_jsonl(run / "tasks" / "valid.validation.trajectories.jsonl"))
-    common = {"sandbox": spec.sandbox, "max_turns": spec.cfg.collect.max_turns, "concurrency": 2, "split": "test",
-              "max_new_tokens": 256, "per_task": True, "task_ids": set(swap), "name": model.name}  # fmt: skip
-    folder = run / "diagnostics"
-    real = evaluate(str(model), tasks_file, folder / f"held_out_{model.name}.jsonl", **common)
-    swapped = evaluate(str(model), tasks_file, folder / f"held_out_{model.name}_swapped.jsonl", swap=swap, **common)
-    return {"recall": rate(list(real["recall_per_task"].values())),
-            "swapped_recall": rate(list(swapped["recall_per_task"].values()))}  # fmt: skip
+    return greedy_pair(run, model, f"curve_{model.name}", spec.sandbox, spec.cfg.collect.max_turns, tasks=48)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from terminus.determinism import result_stamp  # noqa: E402
 from terminus.io import write_json_atomic  # noqa: E402
 from terminus.judge.facts import check, observations_of  # noqa: E402
 from terminus.stats import mean_interval  # noqa: E402
+from terminus.stats import rate_summary as rate  # noqa: E402
 from terminus.tasks.record import load_tasks  # noqa: E402
 from terminus.train.before_after import paired_interval  # noqa: E402
 
@@ -72,15 +73,6 @@ def interval(values: list[float]) -> list[float] | None:
         return None
     mean, half = mean_interval(values)
     return [round(mean - half, 4), round(mean + half, 4)]
-
-
-def rate(values: list[float]) -> dict:
-    """{mean, lo, hi, n}: a mean of per-task values in [0, 1] and its 95% t interval over tasks, clipped."""
-    if not values:
-        return {"mean": None, "lo": None, "hi": None, "n": 0}
-    mean, half = mean_interval(values)
-    return {"mean": round(mean, 4), "lo": round(max(0.0, mean - half), 4), "hi": round(min(1.0, mean + half), 4),
-            "n": len(values)}  # fmt: skip
 
 
 def per_seed(seed: int, run: Path, summary: dict) -> dict:

@@ -31,6 +31,16 @@ def mean_interval(values: list[float]) -> tuple[float, float]:
     return mean, t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
 
 
+def rate_summary(values: list[float]) -> dict:
+    """{mean, lo, hi, n}: a mean of per-unit values in [0, 1] (tasks, conversations) with its 95% t interval over
+    the units, clipped to [0, 1]; all None at n = 0 (learning.json's rates)."""
+    if not values:
+        return {"mean": None, "lo": None, "hi": None, "n": 0}
+    mean, half = mean_interval(values)
+    return {"mean": round(mean, 4), "lo": round(max(0.0, mean - half), 4), "hi": round(min(1.0, mean + half), 4),
+            "n": len(values)}  # fmt: skip
+
+
 def _task_means(clusters) -> list[float]:
     if isinstance(clusters, Mapping):  # by key, so that the order records came in changes nothing
         clusters = [clusters[k] for k in sorted(clusters, key=str)]
