@@ -338,13 +338,15 @@ def check(final_answer: list[dict] | None, facts: dict, task_type: str, observat
     return FactCheck(precision, recall, len(claims), correct, wrong, missing, hallucinated, unsupported, reason)
 
 
-def fact_path(final_answer: list[dict] | None, facts: dict, task_type: str, observations: str = "") -> dict:
+def fact_path(final_answer: list[dict] | None, facts: dict, task_type: str, observations: str = "",
+              checked: FactCheck | None = None) -> dict:  # fmt: skip
     """Where an episode's facts were lost (issue 45): each required fact, whether some command's output printed it
     (a claim of the true value would be grounded in one of the runs) and whether the answer stated it (the fact
     checker's recall). `printed` 0 means no command that shows the facts ran; stated-of-printed is what the answer
-    carried over from what it saw. {required, printed, stated, stated_and_printed}: counts."""
+    carried over from what it saw. {required, printed, stated, stated_and_printed}: counts. `checked`: the
+    episode's `check` where the caller has it already (it is not run again)."""
     runs = runs_of(observations)
-    checked = check(final_answer, facts, task_type, observations)
+    checked = checked or check(final_answer, facts, task_type, observations)
     answered = bool(final_answer) and checked.unusable is None  # as `check`: an unusable answer states nothing
     missing = set(checked.missing)
     out = {"required": 0, "printed": 0, "stated": 0, "stated_and_printed": 0}

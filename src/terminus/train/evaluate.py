@@ -134,9 +134,10 @@ def held_out(
         answered.append(float(r["termination"] == "final_answer"))
         usable.append(float(usable_answer(r["final_answer"], [t["command"] for t in r["turns"]])))
         observed = observations_of(r["messages"])
-        recalls.append(check(r["final_answer"], task.facts, task.task_type, observed).recall)
-        by_task[r["task_id"]] = recalls[-1]
-        paths.append(fact_path(r["final_answer"], task.facts, task.task_type, observed))
+        checked = check(r["final_answer"], task.facts, task.task_type, observed)
+        recalls.append(checked.recall)
+        by_task[r["task_id"]] = checked.recall
+        paths.append(fact_path(r["final_answer"], task.facts, task.task_type, observed, checked))
     if not answered:
         raise TrainingInputError(f"no held-out episode of {name} started: {infra[0].get('error')}")
     return {
