@@ -17,7 +17,8 @@ models/grpo/before_after.json (GRPO's tasks sampled before and after it), the he
      "stamp": {"commit", "dirty", "config_hash", "inputs", "machine"}}
 
 Each per-seed row also has issue 45's keys: `held_out_recall_sft` and `held_out_recall_grpo` ({mean, lo, hi, n}),
-and `p_command`, `p_stated_given_printed`, `usable_answer_rate` ({sft, grpo}). The controls' sections
+and `p_command`, `p_stated_given_printed`, `usable_answer_rate`, `held_out_turns` ({sft, grpo}: the SFT model is
+GRPO's before, on the same held-out tasks). The controls' sections
 (`copy_control`, `grpo_control`, `control_targets`: benchmarks/copy_control.py) are kept as they are.
 
 Intervals are 95% t intervals: held-out recall over its episodes (one a task), differences over tasks (paired).
@@ -68,6 +69,13 @@ def episode_recalls(run: Path, model: str) -> dict[str, float]:
     return out
 
 
+def episode_turns(run: Path, model: str) -> float | None:
+    """Mean turns of `model`'s held-out episodes (None where none were written)."""
+    path = run / "training" / f"held_out_{model}.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+    return round(sum(len(r["turns"]) for r in lines) / len(lines), 4) if lines else None
+
+
 def interval(values: list[float]) -> list[float] | None:
     if len(values) < 2:
         return None
@@ -96,6 +104,7 @@ def per_seed(seed: int, run: Path, summary: dict) -> dict:
     row["held_out_recall_grpo"] = rate(list(recalls["grpo"].values()))
     for key in ("p_command", "p_stated_given_printed", "usable_answer_rate"):
         row[key] = {m: summary[m].get(key) for m in ("sft", "grpo")}
+    row["held_out_turns"] = {m: episode_turns(run, m) for m in ("sft", "grpo")}
     row["grpo"]["held_out_vs_sft"] = (
         {"tasks": len(shared), **paired_interval({t: recalls["sft"][t] for t in shared},
                                                  {t: recalls["grpo"][t] for t in shared})}
@@ -116,6 +125,9 @@ def targets(rows: list[dict], easy: dict | None) -> dict:
     answer = each("sft", "final_answer_rate")
     above = [bool(r["grpo"]["before_after"] and r["grpo"]["before_after"]["ci95"][0] > 0) for r in rows]
     grpo_vs_sft = [round(r["grpo"]["final_answer_rate"] - r["sft"]["final_answer_rate"], 4) for r in rows]
+    # issue 45's target for the real runs, reported either way: GRPO's held-out recall >= SFT's on 2 of 3 seeds
+    recall_vs_sft = [round(r["grpo"]["fact_recall"] - r["sft"]["fact_recall"], 4) for r in rows]
+    need = min(2, len(rows))
     return {
         "easy_reward_check_passes": _target(easy and easy["passed"], "passed", easy and easy["passed"]),
         "sft_train_fact_recall_every_seed": _target(
@@ -131,6 +143,9 @@ def targets(rows: list[dict], easy: dict | None) -> dict:
             sum(above) >= min(2, len(rows)),
         ),
         "grpo_final_answer_rate_vs_sft_every_seed": _target(grpo_vs_sft, ">= 0", all(d >= 0 for d in grpo_vs_sft)),
+        "grpo_held_out_recall_vs_sft": _target(
+            recall_vs_sft, f">= 0 on >= {need} of {len(rows)} seeds", sum(d >= 0 for d in recall_vs_sft) >= need
+        ),
     }
 
 

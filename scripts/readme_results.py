@@ -34,6 +34,7 @@ TARGETS = {
     "sft_final_answer_rate_every_seed": "SFT's held-out final-answer rate",
     "grpo_before_after_ci_above_zero": "GRPO's before/after difference on its tasks",
     "grpo_final_answer_rate_vs_sft_every_seed": "GRPO's final-answer rate minus SFT's",
+    "grpo_held_out_recall_vs_sft": "GRPO's held-out recall minus SFT's",
 }
 CONTROL_TARGETS = {
     "copy_recall_every_seed": "SFT's held-out recall on every seed",
@@ -153,6 +154,24 @@ def learning_rows(path: Path, cached: Path) -> list[str]:
                  _num(ba.get("after")),
                  f"{_num(ba.get('diff'), '+.3f')} [{_num(low, '+.3f')}, {_num(high, '+.3f')}]"]  # fmt: skip
         lines.append(f"| {' | '.join(cells)} |")
+    if all("held_out_recall_sft" in r for r in data["per_seed"]):
+        lines += [
+            "",
+            "Per seed on the held-out tasks, SFT (GRPO's before) -> GRPO (after): recall with its 95% t interval over "
+            "tasks; where facts are lost (the expert's command printed a fact; a printed fact was stated); usable "
+            "answers; turns:",
+            "",
+            "| seed | held-out recall, SFT -> GRPO | P(command printed a fact) | P(stated given printed) "
+            "| usable answers | mean turns |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in data["per_seed"]:
+            keys = ("p_command", "p_stated_given_printed", "usable_answer_rate", "held_out_turns")
+            pair = {k: f"{_num((r.get(k) or {}).get('sft'))} -> {_num((r.get(k) or {}).get('grpo'))}" for k in keys}
+            sft, grpo = r["held_out_recall_sft"], r["held_out_recall_grpo"]
+            lines.append(f"| {r['seed']} | {_ci(sft)} -> {_ci(grpo)} (n = {sft['n']}) | {pair['p_command']} "
+                         f"| {pair['p_stated_given_printed']} | {pair['usable_answer_rate']} "
+                         f"| {pair['held_out_turns']} |")  # fmt: skip
     return lines
 
 

@@ -89,6 +89,22 @@ def test_targets_met_and_missed(tmp_path):
     assert missed["easy_reward"] is None and not missed["targets"]["easy_reward_check_passes"]["met"]
     assert not missed["targets"]["sft_train_fact_recall_every_seed"]["met"]  # 0.5 and 0.55 < 0.8
     assert not missed["targets"]["grpo_before_after_ci_above_zero"]["met"]  # one of three
+    assert met["targets"]["grpo_held_out_recall_vs_sft"]["value"] == [0.02, 0.02, 0.02]
+
+
+def test_grpo_below_sft_held_out_on_two_seeds_misses(tmp_path):
+    for seed, (sft, grpo) in enumerate([(0.3, 0.2), (0.3, 0.31), (0.4, 0.1)]):
+        fake_run(tmp_path / f"learning-{seed}", seed, sft, 0.1)
+        path = tmp_path / f"learning-{seed}" / "training" / "summary.json"
+        summary = json.loads(path.read_text())
+        summary["grpo"]["fact_recall"] = grpo
+        path.write_text(json.dumps(summary))
+    out = tmp_path / "learning.json"
+    script = str(ROOT / "benchmarks" / "learning.py")
+    args = ["--prefix", str(tmp_path / "learning"), "--out", str(out), "--easy-reward", str(tmp_path / "none.json")]
+    subprocess.run([sys.executable, script, *args], check=True, capture_output=True)
+    target = json.loads(out.read_text())["targets"]["grpo_held_out_recall_vs_sft"]
+    assert target["value"] == [-0.1, 0.01, -0.3] and not target["met"]
 
 
 def test_notebook_functions_read_the_cached_learning_tables(tmp_path):
@@ -117,4 +133,5 @@ def test_the_report_keeps_the_controls_and_stamps_itself(tmp_path):
     row = data["per_seed"][0]
     assert row["held_out_recall_sft"] == {"mean": None, "lo": None, "hi": None, "n": 0}  # no episodes written here
     assert row["usable_answer_rate"] == {"sft": None, "grpo": None}
+    assert row["held_out_turns"] == {"sft": None, "grpo": None}
     assert set(row) >= {"held_out_recall_grpo", "p_command", "p_stated_given_printed"}
