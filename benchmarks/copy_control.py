@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 from benchmark_result import RESULTS, write_result
+from terminus.collect.provenance import file_sha256
 from terminus.determinism import result_stamp
 from terminus.io import read_jsonl, write_json_atomic, write_text_atomic
 from terminus.stats import mean_interval
@@ -371,9 +372,10 @@ def main() -> int:
     data = json.loads(args.out.read_text()) if args.out.is_file() else {}
     # the controls' sections carry their own stamp: the file's top-level one is the learning runs' (learning.py),
     # which may be older, and is not claimed for them
-    stamp = result_stamp(
-        None, {"config": str(CONFIG.relative_to(ROOT)), "grpo_recipe": str(GRPO_RECIPE.relative_to(ROOT))}
-    )
+    # named by their hashes: the control's config and both recipes (each seed's summary in results/copy-<seed>/control
+    # carries its run's filled-config hash)
+    recipes = (CONFIG, ROOT / "configs" / "sft" / "tiny-copy.yaml", GRPO_RECIPE)
+    stamp = result_stamp(file_sha256(CONFIG)[:12], {str(p.relative_to(ROOT)): file_sha256(p) for p in recipes})
     for section in fresh.values():
         section["stamp"] = stamp
     data |= fresh

@@ -16,10 +16,14 @@ models/grpo/before_after.json (GRPO's tasks sampled before and after it), the he
      "targets": {name: {"value", "target", "met"}},
      "stamp": {"commit", "dirty", "config_hash", "inputs", "machine"}}
 
-Each per-seed row also has issue 45's keys: `held_out_recall_sft` and `held_out_recall_grpo` ({mean, lo, hi, n}),
-and `p_command`, `p_stated_given_printed`, `usable_answer_rate`, `held_out_turns` ({sft, grpo}: the SFT model is
-GRPO's before, on the same held-out tasks). The controls' sections
-(`copy_control`, `grpo_control`, `control_targets`: benchmarks/copy_control.py) are kept as they are.
+Each per-seed row also has issue 45's keys, from the held-out episodes (the SFT model is GRPO's before, on the same
+held-out tasks): `held_out_recall_sft` and `held_out_recall_grpo` ({mean, lo, hi, n}, t interval over tasks);
+`p_command` (episodes in which a command printed a required fact), `p_stated_given_printed` (printed facts the
+answer stated) and `usable_answer_rate` (episodes), each {sft, grpo} of {mean, lo, hi, n} with a Wilson interval;
+`held_out_turns` ({sft, grpo}: mean turns); and L0, `fact_token_acc` ({sft, grpo} of {real, swapped}: teacher-forced
+accuracy on the answers' fact tokens of the seed's validation conversations, with their own and with another
+conversation's tool output; `train.probe.copy_diagnostic`), null where a model folder is missing. The controls'
+sections (`copy_control`, `grpo_control`, `control_targets`: benchmarks/copy_control.py) are kept as they are.
 
 Intervals are 95% t intervals: held-out recall over its episodes (one a task), differences over tasks (paired).
 With --cache DIR, copies each seed's tables (training summary, SFT and GRPO metrics, GRPO's before/after,
@@ -31,49 +35,85 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from terminus.collect.provenance import file_sha256  # noqa: E402
+from terminus.collect.runner import start_failed  # noqa: E402
 from terminus.determinism import result_stamp  # noqa: E402
 from terminus.io import write_json_atomic  # noqa: E402
-from terminus.judge.facts import check, observations_of  # noqa: E402
-from terminus.stats import mean_interval  # noqa: E402
+from terminus.judge.facts import check, fact_path, observations_of  # noqa: E402
+from terminus.judge.form import usable_answer  # noqa: E402
+from terminus.stats import binomial_summary, mean_interval  # noqa: E402
 from terminus.stats import rate_summary as rate  # noqa: E402
 from terminus.tasks.record import load_tasks  # noqa: E402
 from terminus.train.before_after import paired_interval  # noqa: E402
 
 KEYS = ("final_answer_rate", "fact_recall")
+MODELS = {"sft": "models/sft-merged", "grpo": "export"}  # the models L0 is reported for, in each run folder
 CONTROLS = ("copy_control", "grpo_control", "control_targets", "control_seeds")
 BEFORE_AFTER = ("tasks", "samples_per_task", "before", "after", "diff", "ci95")
 CACHED = ("training/summary.json", "models/sft/metrics.jsonl", "models/grpo/metrics.jsonl",
           "models/grpo/before_after.json", "sft-data/counts.json", "tasks/tasks.stats.json")  # fmt: skip
 
 
-def episode_recalls(run: Path, model: str) -> dict[str, float]:
-    """Fact recall of each held-out episode of `model`, by task (as training/summary.json computes its mean)."""
+def episodes(run: Path, model: str) -> dict[str, dict]:
+    """`model`'s held-out episodes, by task: fact recall (as training/summary.json computes its mean), whether the
+    answer is usable, the fact path (judge.facts.fact_path) and turns. Empty where none were written."""
     path = run / "training" / f"held_out_{model}.jsonl"
     if not path.is_file():
         return {}
     tasks = {t.id: t for t in load_tasks(run / "tasks" / "valid.jsonl")}
     out = {}
     for line in path.read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            task = tasks[r["task_id"]]
-            out[r["task_id"]] = check(
-                r["final_answer"], task.facts, task.task_type, observations_of(r["messages"])
-            ).recall
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if start_failed(r):  # an infrastructure failure, out of the rates as in train.evaluate.held_out
+            continue
+        task = tasks[r["task_id"]]
+        observed = observations_of(r["messages"])
+        checked = check(r["final_answer"], task.facts, task.task_type, observed)
+        out[r["task_id"]] = {
+            "recall": checked.recall,
+            "usable": usable_answer(r["final_answer"], [t["command"] for t in r["turns"]]),
+            "path": fact_path(r["final_answer"], task.facts, task.task_type, observed, checked),
+            "turns": len(r["turns"]),
+        }
     return out
 
 
-def episode_turns(run: Path, model: str) -> float | None:
-    """Mean turns of `model`'s held-out episodes (None where none were written)."""
-    path = run / "training" / f"held_out_{model}.jsonl"
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
-    return round(sum(len(r["turns"]) for r in lines) / len(lines), 4) if lines else None
+def path_summaries(found: dict[str, dict]) -> dict:
+    """p_command, p_stated_given_printed and usable_answer_rate of one model's episodes, each {mean, lo, hi, n}."""
+    paths = [e["path"] for e in found.values() if e["path"]["required"]]
+    printed = sum(p["printed"] for p in paths)
+    return {
+        "p_command": binomial_summary(sum(p["printed"] > 0 for p in paths), len(paths)),
+        "p_stated_given_printed": binomial_summary(sum(p["stated_and_printed"] for p in paths), printed),
+        "usable_answer_rate": binomial_summary(sum(e["usable"] for e in found.values()), len(found)),
+    }
+
+
+def fact_token_accuracy(run: Path, model_dir: Path) -> dict | None:
+    """L0 on one trained model: fact-token accuracy on the seed's validation conversations, real and swapped."""
+    data_dir = run / "sft-data"
+    if not (model_dir / "config.json").is_file() or not (data_dir / "dataset_dict.json").is_file():
+        return None
+    from datasets import load_from_disk
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from terminus.determinism import deterministic_torch
+    from terminus.train.probe import copy_diagnostic
+
+    deterministic_torch(0)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    net = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    found = copy_diagnostic(net, tokenizer, list(load_from_disk(str(data_dir))["validation"]), limit=80)
+    return {k: rate(found["per_conversation"][k]) for k in ("real", "swapped")}
 
 
 def interval(values: list[float]) -> list[float] | None:
@@ -83,11 +123,12 @@ def interval(values: list[float]) -> list[float] | None:
     return [round(mean - half, 4), round(mean + half, 4)]
 
 
-def per_seed(seed: int, run: Path, summary: dict) -> dict:
+def per_seed(seed: int, run: Path, summary: dict, diagnose: bool = True) -> dict:
     row = {"seed": seed}
     for stage in ("base", "sft", "grpo"):
         row[stage] = {k: summary[stage][k] for k in KEYS}
-    recalls = {m: episode_recalls(run, m) for m in ("sft", "grpo")}
+    found = {m: episodes(run, m) for m in ("sft", "grpo")}
+    recalls = {m: {t: e["recall"] for t, e in found[m].items()} for m in ("sft", "grpo")}
     for m in ("sft", "grpo"):
         row[m]["fact_recall_ci95"] = interval(list(recalls[m].values()))
     row["sft"]["train_fact_recall"] = summary["sft"].get("train_fact_recall")
@@ -98,13 +139,19 @@ def per_seed(seed: int, run: Path, summary: dict) -> dict:
     report = json.loads(before_after.read_text()).get("report") if before_after.is_file() else None
     row["grpo"]["before_after"] = {k: report[k] for k in BEFORE_AFTER} if report else None
     shared = sorted(set(recalls["sft"]) & set(recalls["grpo"]))
-    # issue 45's keys: held-out recall as {mean, lo, hi, n} (t interval over tasks), where the facts were lost, and
-    # the usable-answer rate beside the final-answer rate (each {sft, grpo}; null where the summary predates them)
+    # issue 45's keys: held-out recall as {mean, lo, hi, n} (t interval over tasks), where the facts were lost and
+    # the usable-answer rate beside the final-answer rate (each {sft, grpo} of {mean, lo, hi, n}, Wilson), turns, L0
     row["held_out_recall_sft"] = rate(list(recalls["sft"].values()))
     row["held_out_recall_grpo"] = rate(list(recalls["grpo"].values()))
+    rates = {m: path_summaries(found[m]) for m in ("sft", "grpo")}
     for key in ("p_command", "p_stated_given_printed", "usable_answer_rate"):
-        row[key] = {m: summary[m].get(key) for m in ("sft", "grpo")}
-    row["held_out_turns"] = {m: episode_turns(run, m) for m in ("sft", "grpo")}
+        row[key] = {m: rates[m][key] for m in ("sft", "grpo")}
+    row["held_out_turns"] = {
+        m: round(statistics.fmean(e["turns"] for e in found[m].values()), 4) if found[m] else None
+        for m in ("sft", "grpo")
+    }
+    if diagnose:
+        row["fact_token_acc"] = {m: fact_token_accuracy(run, run / d) for m, d in MODELS.items()}
     row["grpo"]["held_out_vs_sft"] = (
         {"tasks": len(shared), **paired_interval({t: recalls["sft"][t] for t in shared},
                                                  {t: recalls["grpo"][t] for t in shared})}
@@ -164,6 +211,7 @@ def main() -> int:
     ap.add_argument("--easy-reward", type=Path, default=ROOT / "results" / "benchmarks" / "easy_reward.json",
                     help="The easy-reward check's result (benchmarks/easy_reward.py).")  # fmt: skip
     ap.add_argument("--cache", type=Path, help="Copy each seed's tables to <cache>/seed-<seed>/.")
+    ap.add_argument("--no-diagnostic", action="store_true", help="Leave out L0 (each model's fact-token accuracy).")
     args = ap.parse_args()
     rows = []
     for seed in args.seeds:
@@ -172,7 +220,7 @@ def main() -> int:
         if not summary_path.is_file():
             print(f"{summary_path} is missing: run `make learning` (or that seed's run) first", file=sys.stderr)
             return 2
-        rows.append(per_seed(seed, run, json.loads(summary_path.read_text())))
+        rows.append(per_seed(seed, run, json.loads(summary_path.read_text()), not args.no_diagnostic))
         if args.cache:
             dest = args.cache / f"seed-{seed}"
             dest.mkdir(parents=True, exist_ok=True)
@@ -184,7 +232,15 @@ def main() -> int:
     # the controls' sections (benchmarks/copy_control.py) are kept; the stamp is this writing's
     old = json.loads(args.out.read_text()) if args.out.is_file() else {}
     result |= {k: old[k] for k in CONTROLS if k in old}
-    result["stamp"] = result_stamp(None, {"runs": [f"{args.prefix}-{s}" for s in args.seeds]})
+    # the stamp names what was read by its hashes: each run's summary (which carries that run's config hash) and
+    # held-out episodes, the learning config, the easy-reward check
+    inputs = {str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p): file_sha256(p)
+              for seed in args.seeds for p in sorted((ROOT / f"{args.prefix}-{seed}" / "training").glob("*.json*"))
+              if p.name == "summary.json" or (p.name.startswith("held_out_") and p.suffix == ".jsonl")}  # fmt: skip
+    if args.easy_reward.is_file():
+        inputs[args.easy_reward.name] = file_sha256(args.easy_reward)
+    config = ROOT / "configs" / "learning.yaml"
+    result["stamp"] = result_stamp(file_sha256(config)[:12], inputs)
     write_json_atomic(args.out, result)
     for row in rows:
         g, s = row["grpo"], row["sft"]

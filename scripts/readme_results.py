@@ -154,20 +154,21 @@ def learning_rows(path: Path, cached: Path) -> list[str]:
                  _num(ba.get("after")),
                  f"{_num(ba.get('diff'), '+.3f')} [{_num(low, '+.3f')}, {_num(high, '+.3f')}]"]  # fmt: skip
         lines.append(f"| {' | '.join(cells)} |")
-    if all("held_out_recall_sft" in r for r in data["per_seed"]):
+    if all("held_out_turns" in r for r in data["per_seed"]):
         lines += [
             "",
             "Per seed on the held-out tasks, SFT (GRPO's before) -> GRPO (after): recall with its 95% t interval over "
-            "tasks; where facts are lost (the expert's command printed a fact; a printed fact was stated); usable "
-            "answers; turns:",
+            "tasks; where facts are lost (a command printed a required fact, over episodes; a printed fact was "
+            "stated, over facts) and usable answers, over episodes, each with its 95% Wilson interval; mean turns:",
             "",
             "| seed | held-out recall, SFT -> GRPO | P(command printed a fact) | P(stated given printed) "
             "| usable answers | mean turns |",
             "|---|---|---|---|---|---|",
         ]
         for r in data["per_seed"]:
-            keys = ("p_command", "p_stated_given_printed", "usable_answer_rate", "held_out_turns")
-            pair = {k: f"{_num((r.get(k) or {}).get('sft'))} -> {_num((r.get(k) or {}).get('grpo'))}" for k in keys}
+            pair = {k: f"{_ci(r[k]['sft'])} -> {_ci(r[k]['grpo'])} (n = {r[k]['sft']['n']}, {r[k]['grpo']['n']})"
+                    for k in ("p_command", "p_stated_given_printed", "usable_answer_rate")}  # fmt: skip
+            pair["held_out_turns"] = f"{_num(r['held_out_turns']['sft'])} -> {_num(r['held_out_turns']['grpo'])}"
             sft, grpo = r["held_out_recall_sft"], r["held_out_recall_grpo"]
             lines.append(f"| {r['seed']} | {_ci(sft)} -> {_ci(grpo)} (n = {sft['n']}) | {pair['p_command']} "
                          f"| {pair['p_stated_given_printed']} | {pair['usable_answer_rate']} "

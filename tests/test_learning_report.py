@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from terminus.analysis import training
+from terminus.collect.provenance import file_sha256
 from terminus.config import ROOT
 
 
@@ -130,8 +131,13 @@ def test_the_report_keeps_the_controls_and_stamps_itself(tmp_path):
     data = report(tmp_path, {0: (0.5, 0.1), 1: (0.6, 0.1)})
     assert data["copy_control"] == controls["copy_control"] and data["grpo_control"] == controls["grpo_control"]
     assert set(data["stamp"]) >= {"commit", "dirty", "config_hash", "inputs", "machine"}
+    inputs = data["stamp"]["inputs"]  # what was read, by its hash: each run's summary among them
+    summary = str(tmp_path / "learning-1" / "training" / "summary.json")
+    assert data["stamp"]["config_hash"] and inputs[summary] == file_sha256(Path(summary))
     row = data["per_seed"][0]
     assert row["held_out_recall_sft"] == {"mean": None, "lo": None, "hi": None, "n": 0}  # no episodes written here
-    assert row["usable_answer_rate"] == {"sft": None, "grpo": None}
+    empty = {"mean": None, "lo": None, "hi": None, "n": 0}
+    assert row["usable_answer_rate"] == {"sft": empty, "grpo": empty}
     assert row["held_out_turns"] == {"sft": None, "grpo": None}
+    assert row["fact_token_acc"] == {"sft": None, "grpo": None}  # no model folders in these fake runs
     assert set(row) >= {"held_out_recall_grpo", "p_command", "p_stated_given_printed"}

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from terminus.stats import cluster_bootstrap, holm, noninferiority_test
+from terminus.stats import binomial_summary, cluster_bootstrap, holm, noninferiority_test
 
 
 def test_cluster_bootstrap_handles_no_task_and_one_task():
@@ -70,3 +70,12 @@ def test_a_tie_needs_146_tasks_at_two_and_a_half_points():
     # 1 - 0.025^(1/k) < 0.025 from k = 146: below that a tie cannot rule out a loss of one task in 40
     assert noninferiority_test([0.0] * 145, 0.025).verdict == "inconclusive"
     assert noninferiority_test([0.0] * 146, 0.025).verdict == "non-inferior"
+
+
+def test_binomial_summary_is_wilson_with_n_and_empty_at_zero():
+    assert binomial_summary(0, 0) == {"mean": None, "lo": None, "hi": None, "n": 0}
+    all_three = binomial_summary(3, 3)  # three of three: the interval still reaches down to 0.44, not [1, 1]
+    assert all_three["mean"] == 1.0 and all_three["hi"] == 1.0 and all_three["lo"] == pytest.approx(0.4385, abs=1e-3)
+    half = binomial_summary(50, 100)
+    assert half["lo"] == pytest.approx(0.4038, abs=1e-3) and half["hi"] == pytest.approx(0.5962, abs=1e-3)
+    assert half["n"] == 100

@@ -41,6 +41,15 @@ def rate_summary(values: list[float]) -> dict:
             "n": len(values)}  # fmt: skip
 
 
+def binomial_summary(successes: int, n: int) -> dict:
+    """{mean, lo, hi, n}: a proportion of `n` 0/1 outcomes (episodes, facts) with its 95% Wilson interval; all None
+    at n = 0 (learning.json's binary rates: usable answers, a fact printed, a printed fact stated)."""
+    if n <= 0:
+        return {"mean": None, "lo": None, "hi": None, "n": 0}
+    lo, hi = wilson(successes / n, n)
+    return {"mean": round(successes / n, 4), "lo": round(lo, 4), "hi": round(hi, 4), "n": n}
+
+
 def _task_means(clusters) -> list[float]:
     if isinstance(clusters, Mapping):  # by key, so that the order records came in changes nothing
         clusters = [clusters[k] for k in sorted(clusters, key=str)]
