@@ -13,6 +13,7 @@ import pytest
 from terminus.config import ROOT
 from terminus.eval.case_study import case_study, pick_task
 from terminus.eval.summary import summarise
+from terminus.stats import wilson
 
 ANSWER = "<final_answer>\nCommand: pytest -q\nSummary: 1 failed\n</final_answer>"
 
@@ -68,7 +69,11 @@ def test_reliance_columns_with_intervals_and_paired_differences():
     assert rows["silent"]["rerun_rate"] == 1.0 and rows["silent"]["direct_terminal_calls_diff"] == 0.0
     assert rows["scripted"]["direct_terminal_calls_diff"] == -3.0 and rows["scripted"]["subagent_calls_diff"] == 3.0
     scripted = rows["scripted"]
-    assert scripted["rerun_rate_lo"] == 0.0 < scripted["rerun_rate"] <= scripted["rerun_rate_hi"]
+    # a rate: its Wilson interval at 10 tasks (not the bootstrap's, which would put the low end at 0)
+    assert (scripted["rerun_rate_lo"], scripted["rerun_rate_hi"]) == pytest.approx(
+        wilson(scripted["rerun_rate"], 10), abs=1e-4
+    )
+    assert 0.0 < scripted["rerun_rate_lo"] < scripted["rerun_rate"] < scripted["rerun_rate_hi"]
     assert rows["none"]["rerun_rate"] == ""  # no answers to rerun: no value, and no paired difference anywhere
     assert "rerun_rate_diff" in rows["scripted"] and rows["scripted"]["rerun_rate_diff"] == ""
 

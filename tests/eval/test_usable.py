@@ -38,3 +38,15 @@ def test_the_verdict_is_checked_against_the_tasks_truth():
     assert verdict_correct("I looked at the repository", failing) == 0.0  # no verdict is not a right one
     assert verdict_correct("all 4 tests passed", {"exit_code": 0}) == 1.0
     assert verdict_correct("anything", {}) is None  # no truth recorded
+
+
+def test_the_shares_of_subagent_calls_get_a_wilson_interval_at_a_handful_of_tasks():
+    """Usable answers, fallbacks and reruns are rates: at 3 tasks all 1.0 the range would say [1, 1]; Wilson says
+    how little 3 tasks show (issue 45: rates get a binomial interval and print n)."""
+    from terminus.eval.summary import interval
+    from terminus.stats import wilson
+
+    by_task = {"a": [1.0], "b": [1.0], "c": [1.0]}
+    for metric in ("usable_answer_rate", "fallback_rate", "rerun_rate"):
+        assert interval(by_task, metric, 100) == (1.0, *wilson(1.0, 3))
+    assert interval(by_task, "subagent_turns", 100) == (1.0, 1.0, 1.0)  # not a rate: the range below 10 tasks

@@ -124,6 +124,9 @@ def test_rerun_signatures_see_through_wrappers():
     direct = [{"command": "go test ./...", "after": 2}]
     assert rerun_rate(episodes, direct) == 0.5  # after the second answer only
     assert rerun_rate([], direct) is None
+    # a call that ran nothing is out of the denominator (the main agent's own run after it is a fallback)
+    assert rerun_rate([{"commands": []}, *episodes], [{"command": "go test ./...", "after": 3}]) == 0.5
+    assert rerun_rate([{"commands": []}], direct) is None
 
 
 def test_the_vscode_contract(tmp_path):

@@ -47,7 +47,11 @@ def test_sample_scores_each_task_samples_times_in_one_batch():
     def run(ids):
         calls.append(list(ids))
         ends = ["max_turns", "final_answer"]
-        return [{"termination": ends[i % 2], "turns": [{}] * i} for i, _ in enumerate(ids)]
+        answer = [{"command": "ls", "summary": "two files"}]  # usable where `ls` ran (every episode but the first)
+        return [
+            {"termination": ends[i % 2], "turns": [{"command": "ls"}] * i, "final_answer": answer if i % 2 else None}
+            for i, _ in enumerate(ids)
+        ]
 
     def score(records):
         return [{"reward": len(r["turns"]) / 10, "fact_recall": 0.5} for r in records]
@@ -56,6 +60,7 @@ def test_sample_scores_each_task_samples_times_in_one_batch():
     assert calls == [["x", "x", "x", "y", "y", "y"]]
     assert out.rewards == {"x": [0.0, 0.1, 0.2], "y": [0.3, 0.4, 0.5]}
     assert out.final_answer["x"] == [0.0, 1.0, 0.0] and out.turns["y"] == [3, 4, 5]
+    assert out.usable == {"x": [0.0, 1.0, 0.0], "y": [1.0, 0.0, 1.0]} and out.summary()["usable_answer_rate"] == 0.5
     report = ba.report(out, ba.Sampled({"x": [0.5], "y": [0.5]}, out.recall, out.final_answer, out.turns), 3)
     assert {"tasks", "samples_per_task", "before", "after", "diff", "ci95"} <= set(report)
     assert report["tasks"] == 2 and report["before"] == 0.25 and report["after"] == 0.5

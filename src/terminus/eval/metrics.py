@@ -96,14 +96,18 @@ def history_commands(*command_lists: list[str]) -> int:
 
 
 def rerun_rate(subagent_episodes: list[dict], direct_commands: list[dict]) -> float | None:
-    """The share of subagent answers after which (before the next one) the main agent ran itself a command the
-    subagent had already run; None without subagent answers. `direct_commands` are `{command, after}`, `after`
-    counting the subagent calls made before the command."""
-    if not subagent_episodes:
-        return None
-    reran = 0
+    """The share of subagent calls that ran a command after whose answer (before the next call) the main agent ran
+    itself a command the subagent had already run; None without such calls. A call that ran nothing has nothing to
+    rerun: the main agent's own terminal after it is a fallback (eval.usable.fallback_rate), not a rerun, and it is
+    left out of the denominator (issue 45). `direct_commands` are `{command, after}`, `after` counting the subagent
+    calls made before the command."""
+    reran = ran_any = 0
     for i, episode in enumerate(subagent_episodes, 1):
-        ran = set().union(*(command_signatures(c) for c in episode.get("commands") or [""]))
+        commands = [c for c in episode.get("commands") or [] if c]
+        if not commands:
+            continue
+        ran_any += 1
+        ran = set().union(*(command_signatures(c) for c in commands))
         later = [d["command"] for d in direct_commands if d["after"] == i]
         reran += any(command_signatures(c) & ran for c in later)
-    return reran / len(subagent_episodes)
+    return reran / ran_any if ran_any else None

@@ -3,7 +3,8 @@ its seeds pooled, and the paired difference against the arm with no subagent und
 
 - Runs are pooled with a cluster bootstrap over tasks: a task's value is the mean over its runs (seeds), and tasks
   are resampled with all their runs (`cluster_bootstrap`), so that n is the number of tasks, not of episodes.
-- Honest at small n (issue 45): the rates of 0/1 outcomes (`RATES`) get a 95% Wilson interval at n tasks; the other
+- Honest at small n (issue 45): the rates (`RATES`: of 0/1 outcomes, and the per-episode shares of subagent calls
+  with a usable answer, a fallback or a rerun) get a 95% Wilson interval at n tasks; the other
   metrics below `MIN_BOOTSTRAP` tasks get no interval but the range of their tasks' values in `_lo`/`_hi` (a
   bootstrap of 3 tasks claims a precision it does not have); `interval` says which.
 - METRICS is in ranking order: arms are ranked by the main agent's outcome (resolve rate), then by what it cost
@@ -66,7 +67,10 @@ METRICS = (
 )
 FIELD = {"resolve_rate": "resolved", "verdict_accuracy": "verdict_correct", "turn_limit_rate": "turn_limit"}
 ARM = ("main_agent", "subagent", "context", "benchmark")
-RATES = ("resolve_rate", "error_rate", "turn_limit_rate", "verdict_accuracy")
+# rates of 0/1 outcomes, or of per-episode shares of subagent calls (usable answers, fallbacks, reruns): a Wilson
+# interval with n beside it at any number of tasks (conservative for a mean of shares), never a bootstrap
+RATES = ("resolve_rate", "error_rate", "turn_limit_rate", "verdict_accuracy", "usable_answer_rate", "fallback_rate",
+         "rerun_rate")  # fmt: skip
 MIN_BOOTSTRAP = 10  # tasks
 BASELINE = ("none", "full")  # the reference arm's subagent and context
 

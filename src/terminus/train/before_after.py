@@ -13,11 +13,12 @@ import json
 import logging
 import statistics
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from terminus.collect.provenance import file_sha256, model_stamp
 from terminus.io import write_json_atomic
+from terminus.judge.form import usable_answer
 from terminus.stats import mean_interval
 from terminus.train import TrainingInputError, infra
 from terminus.train.rollout import episode_calls, run_policy
@@ -39,12 +40,14 @@ def paired_interval(before: dict[str, float], after: dict[str, float]) -> dict:
 
 @dataclass
 class Sampled:
-    """Per task: the rewards of its samples, and the episodes' facts, final answers, turns."""
+    """Per task: the rewards of its samples, and the episodes' facts, final answers, turns and usable answers (parsed,
+    ran its commands, no markup: judge.form.usable_answer; issue 45 reports it beside every final-answer rate)."""
 
     rewards: dict[str, list[float]]
     recall: dict[str, list[float]]
     final_answer: dict[str, list[float]]
     turns: dict[str, list[int]]
+    usable: dict[str, list[float]] = field(default_factory=dict)  # absent from a state saved before it was kept
 
     def means(self) -> dict[str, float]:
         return {t: statistics.fmean(r) for t, r in sorted(self.rewards.items())}
@@ -57,6 +60,7 @@ class Sampled:
             "reward": mean(self.rewards),
             "fact_recall": mean(self.recall),
             "final_answer_rate": mean(self.final_answer),
+            "usable_answer_rate": mean(self.usable) if any(self.usable.values()) else None,
             "turns": mean(self.turns),
             "per_task": {t: round(m, 4) for t, m in self.means().items()},
         }
@@ -76,6 +80,8 @@ def sample(run: Callable[[list[str]], list[dict]], score: Callable[[list[dict]],
         out.recall[task_id].append(float(verdict["fact_recall"]))
         out.final_answer[task_id].append(float(record["termination"] == "final_answer"))
         out.turns[task_id].append(len(record["turns"]))
+        commands = [t["command"] for t in record["turns"]]
+        out.usable.setdefault(task_id, []).append(float(usable_answer(record.get("final_answer"), commands)))
     return out
 
 
