@@ -39,7 +39,7 @@ def plot_training(sft: pd.DataFrame, grpo: pd.DataFrame, summary: dict):
         )
     axes[1].set(title="GRPO", xlabel="step", ylabel="reward (Scorer)")
     axes[1].legend()
-    metrics = ("final_answer_rate", "fact_recall")
+    metrics = ("final_answer_rate", "usable_answer_rate", "fact_recall")  # usable beside every final-answer rate
     for i, stage in enumerate(STAGES):  # a model the summary lacks still has its slot, marked n/a
         values = [summary.get(stage, {}).get(k) for k in metrics]
         x = [j + (i - 1) * 0.27 for j in range(len(metrics))]
@@ -89,8 +89,13 @@ def seed_interval(values: list[float]) -> tuple[float, float]:
 def learning_table(runs: dict[int, dict]) -> pd.DataFrame:
     """Base, SFT and GRPO on held-out tasks: mean over seeds with a 95% interval, and each seed's value."""
     rows = []
+    # the usable-answer rate beside the final-answer rate (issue 45), where every seed's summary has it
+    usable = all("usable_answer_rate" in r["summary"][s] for r in runs.values() for s in ("base", "sft", "grpo"))
+    keys = (
+        ("final_answer_rate", "usable_answer_rate", "fact_recall") if usable else ("final_answer_rate", "fact_recall")
+    )
     for stage in ("base", "sft", "grpo"):
-        for key in ("final_answer_rate", "fact_recall"):
+        for key in keys:
             values = [r["summary"][stage][key] for r in runs.values()]
             mean, half = seed_interval(values)
             rows.append({"model": stage, "metric": key, "mean": round(mean, 3), "ci95": round(half, 3),
