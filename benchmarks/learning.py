@@ -18,8 +18,9 @@ models/grpo/before_after.json (GRPO's tasks sampled before and after it), the he
 
 Each per-seed row also has issue 45's keys, from the held-out episodes (the SFT model is GRPO's before, on the same
 held-out tasks): `held_out_recall_sft` and `held_out_recall_grpo` ({mean, lo, hi, n}, t interval over tasks);
-`p_command` (episodes in which a command printed a required fact), `p_stated_given_printed` (printed facts the
-answer stated) and `usable_answer_rate` (episodes), each {sft, grpo} of {mean, lo, hi, n} with a Wilson interval;
+`p_command` (episodes in which a command printed a required fact), `p_printed` (required facts some command
+printed), `p_stated_given_printed` (printed facts the answer stated: p_printed times it is the share of facts
+stated from a run) and `usable_answer_rate` (episodes), each {sft, grpo} of {mean, lo, hi, n} with a Wilson interval;
 `held_out_turns` ({sft, grpo}: mean turns); and L0, `fact_token_acc` ({sft, grpo} of {real, swapped}: teacher-forced
 accuracy on the answers' fact tokens of the seed's validation conversations, with their own and with another
 conversation's tool output; `train.probe.copy_diagnostic`), null where a model folder is missing. The controls'
@@ -93,6 +94,8 @@ def path_summaries(found: dict[str, dict]) -> dict:
     printed = sum(p["printed"] for p in paths)
     return {
         "p_command": binomial_summary(sum(p["printed"] > 0 for p in paths), len(paths)),
+        # over facts, so that p_printed x p_stated_given_printed is the share of required facts stated from a run
+        "p_printed": binomial_summary(printed, sum(p["required"] for p in paths)),
         "p_stated_given_printed": binomial_summary(sum(p["stated_and_printed"] for p in paths), printed),
         "usable_answer_rate": binomial_summary(sum(e["usable"] for e in found.values()), len(found)),
     }
@@ -144,7 +147,7 @@ def per_seed(seed: int, run: Path, summary: dict, diagnose: bool = True) -> dict
     row["held_out_recall_sft"] = rate(list(recalls["sft"].values()))
     row["held_out_recall_grpo"] = rate(list(recalls["grpo"].values()))
     rates = {m: path_summaries(found[m]) for m in ("sft", "grpo")}
-    for key in ("p_command", "p_stated_given_printed", "usable_answer_rate"):
+    for key in ("p_command", "p_printed", "p_stated_given_printed", "usable_answer_rate"):
         row[key] = {m: rates[m][key] for m in ("sft", "grpo")}
     row["held_out_turns"] = {
         m: round(statistics.fmean(e["turns"] for e in found[m].values()), 4) if found[m] else None

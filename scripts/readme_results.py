@@ -158,20 +158,21 @@ def learning_rows(path: Path, cached: Path) -> list[str]:
         lines += [
             "",
             "Per seed on the held-out tasks, SFT (GRPO's before) -> GRPO (after): recall with its 95% t interval over "
-            "tasks; where facts are lost (a command printed a required fact, over episodes; a printed fact was "
-            "stated, over facts) and usable answers, over episodes, each with its 95% Wilson interval; mean turns:",
+            "tasks; where facts are lost (a command printed a required fact, over episodes; a required fact was "
+            "printed, and a printed fact stated, over facts) and usable answers, over episodes, each with its 95% "
+            "Wilson interval; mean turns:",
             "",
-            "| seed | held-out recall, SFT -> GRPO | P(command printed a fact) | P(stated given printed) "
-            "| usable answers | mean turns |",
-            "|---|---|---|---|---|---|",
+            "| seed | held-out recall, SFT -> GRPO | P(a command printed a fact) | P(fact printed) "
+            "| P(stated given printed) | usable answers | mean turns |",
+            "|---|---|---|---|---|---|---|",
         ]
         for r in data["per_seed"]:
             pair = {k: f"{_ci(r[k]['sft'])} -> {_ci(r[k]['grpo'])} (n = {r[k]['sft']['n']}, {r[k]['grpo']['n']})"
-                    for k in ("p_command", "p_stated_given_printed", "usable_answer_rate")}  # fmt: skip
+                    for k in ("p_command", "p_printed", "p_stated_given_printed", "usable_answer_rate")}  # fmt: skip
             pair["held_out_turns"] = f"{_num(r['held_out_turns']['sft'])} -> {_num(r['held_out_turns']['grpo'])}"
             sft, grpo = r["held_out_recall_sft"], r["held_out_recall_grpo"]
             lines.append(f"| {r['seed']} | {_ci(sft)} -> {_ci(grpo)} (n = {sft['n']}) | {pair['p_command']} "
-                         f"| {pair['p_stated_given_printed']} | {pair['usable_answer_rate']} "
+                         f"| {pair['p_printed']} | {pair['p_stated_given_printed']} | {pair['usable_answer_rate']} "
                          f"| {pair['held_out_turns']} |")  # fmt: skip
     return lines
 
