@@ -54,10 +54,39 @@ def test_two_venvs_keep_their_order_and_are_read_only(tmp_path, monkeypatch):
     assert not os.path.exists(first / "bin" / "x")
 
 
+in_venv = pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="the tests do not run in a virtual environment")
+
+
 @needs_bwrap
+@in_venv
 def test_a_host_folder_named_like_a_venv_that_is_not_one_stays_as_it_is(tmp_path, monkeypatch):
     (tmp_path / "tools" / "bin").mkdir(parents=True)
     monkeypatch.setenv("PATH", f"{tmp_path}/tools/bin:/usr/bin:/bin")
-    with make_sandbox(SandboxSpec("bwrap"), None) as box:
-        assert box.env()["PATH"] == f"{tmp_path}/tools/bin:/usr/bin:/bin"
-        assert box.run("ls /toolchains 2>/dev/null | wc -l", 30).output.strip() == "0"
+    with make_sandbox(SandboxSpec("bwrap"), None) as box:  # no venv on PATH: the harness's own comes first
+        assert box.env()["PATH"] == f"/toolchains/venv/bin:{tmp_path}/tools/bin:/usr/bin:/bin"
+        assert box.run("ls /toolchains", 30).output.split() == ["venv"]
+
+
+@needs_bwrap
+@in_venv
+def test_the_shell_a_stage_starts_from_changes_nothing_a_command_prints(monkeypatch):
+    """The same command prints the same lines whether the harness was started with its venv on PATH (snakemake's
+    `terminus`) or from a plain shell (`.venv/bin/python benchmarks/...`). The plain shell once made the expert's
+    `[toolchain: ...]` line name the host's pyenv shim, which no training conversation held."""
+    outputs = []
+    plain = ":".join(e for e in os.environ["PATH"].split(":") if not e.startswith(sys.prefix))
+    for path in (f"{sys.prefix}/bin:{plain}", plain):
+        monkeypatch.setenv("PATH", path)
+        with make_sandbox(SandboxSpec("bwrap"), None) as box:
+            outputs.append(box.run(PROBE, 30).output)
+    assert outputs[0] == outputs[1] and outputs[0].startswith("/toolchains/venv/bin/python3\n"), outputs
+
+
+@in_venv
+def test_the_local_sandbox_puts_the_harness_venv_first_when_path_names_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with make_sandbox(SandboxSpec("local"), None) as box:
+        assert box.env()["PATH"] == f"{sys.prefix}/bin:/usr/bin:/bin"
+    monkeypatch.setenv("PATH", f"{tmp_path}/v/bin:/usr/bin")  # not a venv (no pyvenv.cfg): still first
+    with make_sandbox(SandboxSpec("local"), None) as box:
+        assert box.env()["PATH"] == f"{sys.prefix}/bin:{tmp_path}/v/bin:/usr/bin"

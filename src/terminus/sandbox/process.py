@@ -9,6 +9,7 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +22,24 @@ from terminus.sandbox.workspace import SandboxBase, Workspace
 ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME")
 # Where rustup and pyenv keep their toolchains; read-only use is enough, so they are passed through.
 TOOLCHAIN_HOMES = {"RUSTUP_HOME": ".rustup", "PYENV_ROOT": ".pyenv"}
+
+
+def harness_path(path_var: str | None = None) -> str:
+    """The PATH whose toolchains a command sees: the harness's, with the Python environment the harness runs in put
+    first when no virtual environment is on PATH at all. What a command prints (`command -v python3`, the expert's
+    `[toolchain: ...]` line, tracebacks) is what the models read and are scored on, so it must not depend on the shell
+    a stage was started from: snakemake starts `terminus` with the venv on PATH, while `.venv/bin/python
+    benchmarks/x.py` from a plain shell has none, and its commands once found the host's pyenv shim instead
+    (`[toolchain: /root/.pyenv/shims/python3 ...]`, a line no training conversation held: the copy control's held-out
+    recall fell from 0.59 to 0.13 on that alone). A PATH that names a venv is left as it is."""
+    path_var = os.environ.get("PATH", "") if path_var is None else path_var
+    if sys.prefix == sys.base_prefix:  # not run from a virtual environment: nothing to add
+        return path_var
+    entries = [e for e in path_var.split(os.pathsep) if e]
+    folders = [e.rstrip("/") for e in entries]
+    if any(f.endswith("/bin") and os.path.isfile(os.path.join(os.path.dirname(f), "pyvenv.cfg")) for f in folders):
+        return path_var
+    return os.pathsep.join([os.path.join(sys.prefix, "bin"), *entries])
 
 
 class ProcessSandbox(SandboxBase):
@@ -63,7 +82,7 @@ class ProcessSandbox(SandboxBase):
     # -- shared ------------------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
         env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
-        env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+        env["PATH"] = harness_path(env.get("PATH") or "/usr/local/bin:/usr/bin:/bin")
         env.setdefault("LANG", "C.UTF-8")
         env.update(
             HOME=self.inside_home,
