@@ -112,7 +112,7 @@ def copy_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
 
     from terminus.determinism import deterministic_torch
     from terminus.tasks.record import load_tasks
-    from terminus.train.evaluate import held_out, swap_partners
+    from terminus.train.evaluate import environment_check, held_out, swap_partners
     from terminus.train.probe import copy_diagnostic
 
     tasks_file, model, out = run / "tasks" / "valid.jsonl", run / "models" / "sft-merged", run / "control"
@@ -160,6 +160,9 @@ def copy_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
         "swapped_p_stated_given_printed": swapped["p_stated_given_printed"],
         "fact_tokens": diagnostic["fact_tokens"],
         "fact_token_curve": {"columns": ["step", "real", "swapped"], "rows": curve},
+        # the wiring's other control: the held-out episodes ran in the environment the expert's training episodes
+        # did (the same [toolchain: ...] lines), else what the model read differs from what it trained on
+        "environment": environment_check(run / "collect" / "trajectories.jsonl", sorted(out.glob("*.jsonl"))),
     }
 
 
@@ -247,8 +250,11 @@ def grpo_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
     # and seed): they are handed over rather than sampled again (`Measure` reuses a state of the same inputs)
     shuffled_dir = run / "control" / "grpo-shuffled"
     shuffled_dir.mkdir(parents=True, exist_ok=True)
-    state = {k: real[k] for k in ("inputs", "before_ids", "before")}
-    write_json_atomic(shuffled_dir / "before_after.json", state)
+    handed = shuffled_dir / "before_after.json"
+    if not (shuffled_dir / "final" / "config.json").is_file() or "report" not in (
+        json.loads(handed.read_text()) if handed.is_file() else {}
+    ):  # a finished shuffled run is kept (a rerun of the benchmark resumes after it, as for the real one)
+        write_json_atomic(handed, {k: real[k] for k in ("inputs", "before_ids", "before")})
     shuffled = grpo(run, seed, start["checkpoint"], "grpo-shuffled", shuffle=True)
     before, after = real["before"]["recall"], real["after"]["recall"]
     # does GRPO's rise come from copying? Greedy on held-out tasks as they are and swapped, before and after: a rise
@@ -307,6 +313,11 @@ def targets(copy: list[dict], grpo: list[dict]) -> dict:
             "value": [[r["shuffled_diff"]["lo"], r["shuffled_diff"]["hi"]] for r in grpo],
             "target": "interval contains 0 on every seed",
         },
+    }
+    out["environment_as_trained_every_seed"] = {
+        "value": [r.get("environment", {}).get("unseen") for r in copy],
+        "target": "no held-out [toolchain: ...] line that training lacked",
+        "met": all(r.get("environment", {}).get("same") for r in copy),
     }
     out["copy_recall_every_seed"]["met"] = all(v >= 0.8 for v in out["copy_recall_every_seed"]["value"])
     out["copy_swapped_recall_every_seed"]["met"] = all(

@@ -21,10 +21,12 @@ held-out tasks): `held_out_recall_sft` and `held_out_recall_grpo` ({mean, lo, hi
 `p_command` (episodes in which a command printed a required fact), `p_printed` (required facts some command
 printed), `p_stated_given_printed` (printed facts the answer stated: p_printed times it is the share of facts
 stated from a run) and `usable_answer_rate` (episodes), each {sft, grpo} of {mean, lo, hi, n} with a Wilson interval;
-`held_out_turns` ({sft, grpo}: mean turns); and L0, `fact_token_acc` ({sft, grpo} of {real, swapped}: teacher-forced
-accuracy on the answers' fact tokens of the seed's validation conversations, with their own and with another
-conversation's tool output; `train.probe.copy_diagnostic`), null where a model folder is missing. The controls'
-sections (`copy_control`, `grpo_control`, `control_targets`: benchmarks/copy_control.py) are kept as they are.
+`held_out_turns` ({sft, grpo}: mean turns); `environment` (train.evaluate.environment_check: the held-out episodes'
+`[toolchain: ...]` lines that the training trajectories lacked); and L0, `fact_token_acc` ({sft, grpo} of {real,
+swapped}: teacher-forced accuracy on the answers' fact tokens of the seed's validation conversations, with their
+own and with another conversation's tool output; `train.probe.copy_diagnostic`), null where a model folder is
+missing. The controls' sections (`copy_control`, `grpo_control`, `control_targets`: benchmarks/copy_control.py) are
+kept as they are.
 
 Intervals are 95% t intervals: held-out recall over its episodes (one a task), differences over tasks (paired).
 With --cache DIR, copies each seed's tables (training summary, SFT and GRPO metrics, GRPO's before/after,
@@ -53,6 +55,7 @@ from terminus.stats import binomial_summary, mean_interval  # noqa: E402
 from terminus.stats import rate_summary as rate  # noqa: E402
 from terminus.tasks.record import load_tasks  # noqa: E402
 from terminus.train.before_after import paired_interval  # noqa: E402
+from terminus.train.evaluate import environment_check  # noqa: E402
 
 KEYS = ("final_answer_rate", "fact_recall")
 MODELS = {"sft": "models/sft-merged", "grpo": "export"}  # the models L0 is reported for, in each run folder
@@ -153,6 +156,9 @@ def per_seed(seed: int, run: Path, summary: dict, diagnose: bool = True) -> dict
         m: round(statistics.fmean(e["turns"] for e in found[m].values()), 4) if found[m] else None
         for m in ("sft", "grpo")
     }
+    # what the models read: the held-out episodes ran in the environment the training trajectories did
+    row["environment"] = environment_check(run / "collect" / "trajectories.jsonl",
+                                           sorted((run / "training").glob("held_out_*.jsonl")))  # fmt: skip
     if diagnose:
         row["fact_token_acc"] = {m: fact_token_accuracy(run, run / d) for m, d in MODELS.items()}
     row["grpo"]["held_out_vs_sft"] = (
@@ -193,6 +199,11 @@ def targets(rows: list[dict], easy: dict | None) -> dict:
             sum(above) >= min(2, len(rows)),
         ),
         "grpo_final_answer_rate_vs_sft_every_seed": _target(grpo_vs_sft, ">= 0", all(d >= 0 for d in grpo_vs_sft)),
+        "environment_as_trained_every_seed": _target(
+            [r["environment"]["unseen"] for r in rows],
+            "no held-out [toolchain: ...] line that training lacked",
+            all(r["environment"]["same"] for r in rows),
+        ),
         "grpo_held_out_recall_vs_sft": _target(
             recall_vs_sft, f">= 0 on >= {need} of {len(rows)} seeds", sum(d >= 0 for d in recall_vs_sft) >= need
         ),

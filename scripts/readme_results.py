@@ -35,12 +35,14 @@ TARGETS = {
     "grpo_before_after_ci_above_zero": "GRPO's before/after difference on its tasks",
     "grpo_final_answer_rate_vs_sft_every_seed": "GRPO's final-answer rate minus SFT's",
     "grpo_held_out_recall_vs_sft": "GRPO's held-out recall minus SFT's",
+    "environment_as_trained_every_seed": "the held-out episodes' environment lines",
 }
 CONTROL_TARGETS = {
     "copy_recall_every_seed": "SFT's held-out recall on every seed",
     "copy_swapped_recall_every_seed": "its recall with swapped tool output on every seed",
     "grpo_diff_above_zero": "GRPO's recall difference",
     "grpo_shuffled_contains_zero": "the shuffled-reward difference",
+    "environment_as_trained_every_seed": "the held-out episodes' environment lines",
 }
 FIGURE = re.compile(r"<!-- f:(\w+) -->(.*?)<!-- /f -->", re.S)
 TABLE = re.compile(r"<!-- results:(\w+) -->.*?<!-- /results:\1 -->", re.S)

@@ -229,6 +229,35 @@ def test_control_targets_report_a_miss_as_a_miss():
     assert targets["copy_swapped_recall_every_seed"]["met"] is True
     assert targets["grpo_diff_above_zero"]["met"] is False  # 1 of 2 seeds
     assert targets["grpo_shuffled_contains_zero"]["met"] is False  # the shuffled run rose on seed 1
+    assert targets["environment_as_trained_every_seed"]["met"] is False  # no environment check: not claimed
+    copy[0]["environment"] = copy[1]["environment"] = {"unseen": [], "same": True}
+    assert bench.targets(copy, grpo)["environment_as_trained_every_seed"]["met"] is True
+
+
+def test_an_episode_in_another_environment_than_training_is_caught(tmp_path):
+    """The expert's `[toolchain: ...]` line is the environment's fingerprint: a held-out episode whose line no
+    training trajectory held was run elsewhere (the host's pyenv shim instead of the venv), and is named."""
+    import json
+
+    from terminus.train.evaluate import environment_check
+
+    def episodes(path, *toolchains):
+        tool = "2 passed in 0.01s\n[toolchain: {} Python 3.11.7]\n[exit code 0]"
+        rows = [{"messages": [{"role": "user", "content": "[toolchain: not a tool message]"},
+                              {"role": "tool", "content": tool.format(t)}]} for t in toolchains]  # fmt: skip
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return path
+
+    train = episodes(tmp_path / "train.jsonl", "/toolchains/venv/bin/python3", "/toolchains/venv/bin/python3")
+    same = episodes(tmp_path / "same.jsonl", "/toolchains/venv/bin/python3")
+    other = episodes(tmp_path / "other.jsonl", "/root/.pyenv/shims/python3")
+    assert environment_check(train, [same]) == {
+        "train": ["[toolchain: /toolchains/venv/bin/python3 Python 3.11.7]"],
+        "unseen": [],
+        "same": True,
+    }
+    caught = environment_check(train, [same, other, tmp_path / "missing.jsonl"])
+    assert caught["unseen"] == ["[toolchain: /root/.pyenv/shims/python3 Python 3.11.7]"] and not caught["same"]
 
 
 def test_learning_check_fails_on_figures_beyond_tolerance():

@@ -51,6 +51,29 @@ class SwappedPolicy:
         return self.policy.respond(shown, tools, tool_choice)
 
 
+def environment_lines(records: list[dict]) -> set[str]:
+    """The lines of the episodes' tool output that describe the environment rather than the task: the expert's
+    `[toolchain: <interpreter> <version>]` marks. They are the same in every episode of one environment, so a
+    held-out line that no training conversation held means the model was evaluated in another environment than it
+    trained in (a wiring fault: issue 45's copy control recalled a quarter of its facts when the sandbox showed
+    the host's pyenv shim instead of the venv it trained with), whatever the model."""
+    found = set()
+    for r in records:
+        for m in r.get("messages") or []:
+            if m.get("role") == "tool":
+                found |= {line for line in (m.get("content") or "").splitlines() if line.startswith("[toolchain: ")}
+    return found
+
+
+def environment_check(train: Path, evaluated: list[Path]) -> dict:
+    """{train, unseen, same}: the environment lines of the training trajectories and those of the evaluated
+    episodes that training never held; `same` when there are none (issue 45: what the models read)."""
+    seen = environment_lines(read_jsonl(train)) if train.is_file() else set()
+    found = set().union(*(environment_lines(read_jsonl(p)) for p in evaluated if p.is_file()))
+    unseen = sorted(found - seen)
+    return {"train": sorted(seen), "unseen": unseen, "same": not unseen}
+
+
 def swap_partners(tasks: list[Task], expert: list[dict]) -> dict[str, list[str]]:
     """Task id -> the tool outputs another task's expert episode printed: the next task (in id order, cyclically)
     whose facts share no required value with this one's (other pass and fail counts, other failing tests), so that
