@@ -271,6 +271,9 @@ def grpo_control(run: Path, seed: int, sandbox, max_turns: int) -> dict:
         "diff": paired(before, after),
         "shuffled_recall_after": rate([statistics.fmean(v) for _, v in sorted(shuffled["after"]["recall"].items())]),
         "shuffled_diff": paired(shuffled["before"]["recall"], shuffled["after"]["recall"]),
+        # what the reward itself did, drift apart: the real run's recall after minus the shuffled run's, paired over
+        # the same tasks (both start from the same model and the same before-samples)
+        "real_minus_shuffled": paired(shuffled["after"]["recall"], after),
         "greedy": greedy,
         "samples_per_task": real["report"]["samples_per_task"],
         "reward_diff": {"mean": real["report"]["diff"], "ci95": real["report"]["ci95"]},

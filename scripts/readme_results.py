@@ -198,8 +198,8 @@ def controls_rows(path: Path) -> list[str]:
         "",
         "| seed | SFT held-out recall | swapped-output recall | expert's recall, real / swapped | fact-token "
         "accuracy, real / swapped | usable answers | GRPO start (greedy recall) | recall before -> after | difference "
-        "| shuffled-reward difference | greedy recall real / swapped, start -> GRPO |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| shuffled-reward difference | real minus shuffled, after | greedy recall real / swapped, start -> GRPO |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in copy:
         g = grpo.get(r["seed"], {})
@@ -219,6 +219,7 @@ def controls_rows(path: Path) -> list[str]:
             f"(n = {g.get('recall_before', {}).get('n', 'n/a')} x {g.get('samples_per_task', 'n/a')})",
             _ci(g.get("diff", {}), "+.3f"),
             _ci(g.get("shuffled_diff", {}), "+.3f"),
+            _ci(g.get("real_minus_shuffled", {}), "+.3f"),
             _greedy(g.get("greedy", {})),
         ]
         lines.append(f"| {' | '.join(cells)} |")
