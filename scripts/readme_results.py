@@ -249,6 +249,19 @@ def _controls_sentence(data: dict) -> str:
         f"{means(copy, 'swapped_recall')} swapped; GRPO from an early checkpoint changes recall by "
         f"{means(grpo, 'diff', '+.2f')} (interval above 0 on {above} of {len(grpo)} seeds), and with shuffled rewards "
         f"by {means(grpo, 'shuffled_diff', '+.2f')} (interval containing 0 on {shuffled} of {len(grpo)})"
+        + (
+            "; after GRPO, the real reward's recall minus the shuffled one's is "
+            f"{means(grpo, 'real_minus_shuffled', '+.2f')}"
+            f" (interval above 0 on {sum(r['real_minus_shuffled']['lo'] > 0 for r in grpo)} of {len(grpo)})"
+            if all("real_minus_shuffled" in r for r in grpo)
+            else ""
+        )
+        + (
+            "; held-out episodes ran in the training environment on "
+            f"{sum(bool(r['environment']['same']) for r in copy)} of {len(copy)} seeds"
+            if all("environment" in r for r in copy)
+            else ""
+        )
     )
 
 
