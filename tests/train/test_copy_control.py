@@ -251,11 +251,10 @@ def test_an_episode_in_another_environment_than_training_is_caught(tmp_path):
     train = episodes(tmp_path / "train.jsonl", "/toolchains/venv/bin/python3", "/toolchains/venv/bin/python3")
     same = episodes(tmp_path / "same.jsonl", "/toolchains/venv/bin/python3")
     other = episodes(tmp_path / "other.jsonl", "/root/.pyenv/shims/python3")
-    assert environment_check(train, [same]) == {
-        "train": ["[toolchain: /toolchains/venv/bin/python3 Python 3.11.7]"],
-        "unseen": [],
-        "same": True,
-    }
+    assert environment_check(train, [same]) == {"train": ["/toolchains/venv/bin/python3"], "unseen": [], "same": True}
+    # a model's own echo may pair a known path with another tool's version: its text, not the environment
+    mixed = episodes(tmp_path / "mixed.jsonl", "/toolchains/venv/bin/python3 go version go1.19.8;")
+    assert environment_check(train, [mixed])["same"]
     caught = environment_check(train, [same, other, tmp_path / "missing.jsonl"])
     assert caught["unseen"] == ["[toolchain: /root/.pyenv/shims/python3 Python 3.11.7]"] and not caught["same"]
 

@@ -65,12 +65,19 @@ def environment_lines(records: list[dict]) -> set[str]:
     return found
 
 
+def _toolchain_path(line: str) -> str:
+    """The interpreter or tool path a `[toolchain: <path> <version>]` line names."""
+    return line.removeprefix("[toolchain: ").split(" ", 1)[0]
+
+
 def environment_check(train: Path, evaluated: list[Path]) -> dict:
-    """{train, unseen, same}: the environment lines of the training trajectories and those of the evaluated
-    episodes that training never held; `same` when there are none (issue 45: what the models read)."""
-    seen = environment_lines(read_jsonl(train)) if train.is_file() else set()
+    """{train, unseen, same}: the tool paths the training trajectories' `[toolchain: ...]` lines name, and the
+    evaluated episodes' lines whose path training never showed; `same` when there are none (issue 45: what the
+    models read). By path, not whole line: a model may write its own toolchain echo (`command -v go` beside
+    `python3 --version`), whose text is its doing, while the path a command resolves to is the environment's."""
+    seen = {_toolchain_path(x) for x in environment_lines(read_jsonl(train))} if train.is_file() else set()
     found = set().union(*(environment_lines(read_jsonl(p)) for p in evaluated if p.is_file()))
-    unseen = sorted(found - seen)
+    unseen = sorted(x for x in found if _toolchain_path(x) not in seen)
     return {"train": sorted(seen), "unseen": unseen, "same": not unseen}
 
 
