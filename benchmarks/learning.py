@@ -169,6 +169,20 @@ def per_seed(seed: int, run: Path, summary: dict, diagnose: bool = True) -> dict
     return row
 
 
+def cache_table(src: Path, dst: Path, stamp: dict) -> None:
+    """Copy one of a run's tables, stamped as scripts/cache_results.py stamps the smoke tables: the run's commit,
+    config hash and name added to a JSON object and to every JSON-lines row that lacks them."""
+    if src.suffix == ".json" and isinstance(data := json.loads(src.read_text()), dict):
+        dst.write_text(json.dumps({**data, **{k: v for k, v in stamp.items() if k not in data}}, indent=1) + "\n")
+    elif src.suffix == ".jsonl":
+        rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+        dst.write_text(
+            "".join(json.dumps({**r, **{k: v for k, v in stamp.items() if k not in r}}) + "\n" for r in rows)
+        )
+    else:
+        shutil.copyfile(src, dst)
+
+
 def _target(value, target: str, met: bool) -> dict:
     return {"value": value, "target": target, "met": bool(met)}
 
@@ -238,9 +252,11 @@ def main() -> int:
         if args.cache:
             dest = args.cache / f"seed-{seed}"
             dest.mkdir(parents=True, exist_ok=True)
+            run_summary = json.loads(summary_path.read_text())
+            stamp = {k: run_summary[k] for k in ("config_hash", "git_commit", "run") if k in run_summary}
             for name in CACHED:
                 if (run / name).is_file():
-                    shutil.copyfile(run / name, dest / name.replace("/", "__"))
+                    cache_table(run / name, dest / name.replace("/", "__"), stamp)
     easy = easy_reward(args.easy_reward)
     result = {"seeds": args.seeds, "easy_reward": easy, "per_seed": rows, "targets": targets(rows, easy)}
     # the controls' sections (benchmarks/copy_control.py) are kept; the stamp is this writing's

@@ -38,6 +38,7 @@ def fake_run(folder: Path, seed: int, sft_recall: float, rise: float) -> None:
             "reward_curve": [[s, 0.4 + rise * s / 8] for s in range(1, 9)],
         },
     }
+    summary |= {"git_commit": "0123456789ab", "config_hash": f"cfg{seed}", "run": folder.name}
     (folder / "training").mkdir(parents=True)
     (folder / "training" / "summary.json").write_text(json.dumps(summary))
     (folder / "models" / "sft").mkdir(parents=True)
@@ -119,6 +120,12 @@ def test_notebook_functions_read_the_cached_learning_tables(tmp_path):
     assert len(fig.axes) == 4  # SFT loss, GRPO reward, held-out recall, GRPO before/after
     assert runs[1]["before_after"]["diff"] == 0.1
     assert training.load_learning(tmp_path / "nothing-here") is None
+    # each cached table carries its run's stamp (scripts/check_results.py reads it), as the smoke tables do
+    seed1 = tmp_path / "cached" / "learning" / "seed-1"
+    before_after = json.loads((seed1 / "models__grpo__before_after.json").read_text())
+    assert before_after["git_commit"] == "0123456789ab" and before_after["run"] == "learning-1"
+    rows = [json.loads(x) for x in (seed1 / "models__sft__metrics.jsonl").read_text().splitlines()]
+    assert rows and all(r["git_commit"] == "0123456789ab" and r["config_hash"] == "cfg1" for r in rows)
 
 
 def test_the_report_keeps_the_controls_and_stamps_itself(tmp_path):
