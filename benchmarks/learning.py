@@ -249,14 +249,7 @@ def main() -> int:
             print(f"{summary_path} is missing: run `make learning` (or that seed's run) first", file=sys.stderr)
             return 2
         rows.append(per_seed(seed, run, json.loads(summary_path.read_text()), not args.no_diagnostic))
-        if args.cache:
-            dest = args.cache / f"seed-{seed}"
-            dest.mkdir(parents=True, exist_ok=True)
-            run_summary = json.loads(summary_path.read_text())
-            stamp = {k: run_summary[k] for k in ("config_hash", "git_commit", "run") if k in run_summary}
-            for name in CACHED:
-                if (run / name).is_file():
-                    cache_table(run / name, dest / name.replace("/", "__"), stamp)
+
     easy = easy_reward(args.easy_reward)
     result = {"seeds": args.seeds, "easy_reward": easy, "per_seed": rows, "targets": targets(rows, easy)}
     # the controls' sections (benchmarks/copy_control.py) are kept; the stamp is this writing's
@@ -272,6 +265,15 @@ def main() -> int:
     config = ROOT / "configs" / "learning.yaml"
     result["stamp"] = result_stamp(file_sha256(config)[:12], inputs)
     write_json_atomic(args.out, result)
+    # the tables are copied after the stamp was taken: writing tracked files first would make it `dirty`
+    for seed in args.seeds if args.cache else []:
+        run, dest = ROOT / f"{args.prefix}-{seed}", args.cache / f"seed-{seed}"
+        dest.mkdir(parents=True, exist_ok=True)
+        run_summary = json.loads((run / "training" / "summary.json").read_text())
+        stamp = {k: run_summary[k] for k in ("config_hash", "git_commit", "run") if k in run_summary}
+        for name in CACHED:
+            if (run / name).is_file():
+                cache_table(run / name, dest / name.replace("/", "__"), stamp)
     for row in rows:
         g, s = row["grpo"], row["sft"]
         ba = g["before_after"] or {}
