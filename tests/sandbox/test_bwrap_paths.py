@@ -13,6 +13,7 @@ import pytest
 
 from terminus.sandbox import SandboxSpec, make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
+from terminus.sandbox.process import harness_path
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
 
@@ -58,35 +59,40 @@ in_venv = pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="the tests do
 
 
 @needs_bwrap
-@in_venv
 def test_a_host_folder_named_like_a_venv_that_is_not_one_stays_as_it_is(tmp_path, monkeypatch):
     (tmp_path / "tools" / "bin").mkdir(parents=True)
     monkeypatch.setenv("PATH", f"{tmp_path}/tools/bin:/usr/bin:/bin")
-    with make_sandbox(SandboxSpec("bwrap"), None) as box:  # no venv on PATH: the harness's own comes first
-        assert box.env()["PATH"] == f"/toolchains/venv/bin:{tmp_path}/tools/bin:/usr/bin:/bin"
-        assert box.run("ls /toolchains", 30).output.split() == ["venv"]
+    with make_sandbox(SandboxSpec("bwrap"), None) as box:
+        assert box.env()["PATH"] == f"{tmp_path}/tools/bin:/usr/bin:/bin"
+        assert box.run("ls /toolchains 2>/dev/null | wc -l", 30).output.strip() == "0"
+
+
+@in_venv
+def test_harness_path_puts_the_venv_first_only_where_path_names_none(tmp_path):
+    """The pipeline's PATH (snakemake starts `terminus` with the venv first), for held-out evaluation started from
+    a plain shell; a PATH that names a venv is left as it is, and a folder merely called bin is no venv."""
+    assert harness_path("/usr/bin:/bin") == f"{sys.prefix}/bin:/usr/bin:/bin"
+    assert harness_path(f"{tmp_path}/v/bin:/usr/bin") == f"{sys.prefix}/bin:{tmp_path}/v/bin:/usr/bin"
+    venv = _venv(tmp_path / "other")
+    assert harness_path(f"/usr/bin:{venv}/bin") == f"/usr/bin:{venv}/bin"
 
 
 @needs_bwrap
 @in_venv
-def test_the_shell_a_stage_starts_from_changes_nothing_a_command_prints(monkeypatch):
-    """The same command prints the same lines whether the harness was started with its venv on PATH (snakemake's
-    `terminus`) or from a plain shell (`.venv/bin/python benchmarks/...`). The plain shell once made the expert's
-    `[toolchain: ...]` line name the host's pyenv shim, which no training conversation held."""
-    outputs = []
+def test_held_out_evaluation_sees_the_pipelines_toolchain_from_a_plain_shell(tmp_path, monkeypatch):
+    """A benchmark started from a plain shell (no venv on PATH) once ran its held-out episodes with the host's
+    pyenv shim where every training episode had `/toolchains/venv/bin/python3`, a line the model never saw.
+    `held_out` sets the pipeline's PATH before any episode; the sandbox itself keeps the caller's (a user's
+    `terminus exec` runs their project with their python)."""
+    from terminus.tasks.record import TaskFileError
+    from terminus.train.evaluate import held_out
+
     plain = ":".join(e for e in os.environ["PATH"].split(":") if not e.startswith(sys.prefix))
-    for path in (f"{sys.prefix}/bin:{plain}", plain):
-        monkeypatch.setenv("PATH", path)
-        with make_sandbox(SandboxSpec("bwrap"), None) as box:
-            outputs.append(box.run(PROBE, 30).output)
-    assert outputs[0] == outputs[1] and outputs[0].startswith("/toolchains/venv/bin/python3\n"), outputs
-
-
-@in_venv
-def test_the_local_sandbox_puts_the_harness_venv_first_when_path_names_none(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    with make_sandbox(SandboxSpec("local"), None) as box:
-        assert box.env()["PATH"] == f"{sys.prefix}/bin:/usr/bin:/bin"
-    monkeypatch.setenv("PATH", f"{tmp_path}/v/bin:/usr/bin")  # not a venv (no pyvenv.cfg): still first
-    with make_sandbox(SandboxSpec("local"), None) as box:
-        assert box.env()["PATH"] == f"{sys.prefix}/bin:{tmp_path}/v/bin:/usr/bin"
+    monkeypatch.setenv("PATH", plain)
+    with make_sandbox(SandboxSpec("bwrap"), None) as box:
+        assert not box.run("command -v python3", 30).output.startswith("/toolchains/venv/")
+    with pytest.raises(TaskFileError):  # no tasks file: it fails after setting PATH, before any episode
+        held_out("scripted", tmp_path / "none.jsonl", tmp_path / "out.jsonl", sandbox=SandboxSpec("bwrap"),
+                 max_turns=1, concurrency=1, policy="scripted")  # fmt: skip
+    with make_sandbox(SandboxSpec("bwrap"), None) as box:
+        assert box.run("command -v python3", 30).output.strip() == "/toolchains/venv/bin/python3"

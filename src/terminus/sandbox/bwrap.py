@@ -16,7 +16,7 @@ import shutil
 
 from terminus.sandbox.binds import parse_binds
 from terminus.sandbox.errors import SandboxError
-from terminus.sandbox.process import TOOLCHAIN_HOMES, ProcessSandbox, harness_path
+from terminus.sandbox.process import TOOLCHAIN_HOMES, ProcessSandbox
 from terminus.sandbox.workspace import INSIDE_CONTROL, INSIDE_STATE
 
 WORKSPACE = "/workspace"
@@ -174,8 +174,8 @@ class BwrapSandbox(ProcessSandbox):
             raise SandboxError("bubblewrap is not installed (Debian: apt-get install bubblewrap); use --sandbox local")
         self.binds = list(binds or [])
         self._bind_args = bind_args(self.binds)
-        self.venvs = venvs_on_path(harness_path())
-        self.toolchains = toolchain_binds(harness_path(), self.venvs)
+        self.venvs = venvs_on_path(os.environ.get("PATH", ""))
+        self.toolchains = toolchain_binds(os.environ.get("PATH", ""), self.venvs)
         self.setpriv = shutil.which("setpriv") if os.geteuid() == 0 else None
         if os.geteuid() == 0 and self.setpriv is None:
             raise SandboxError(

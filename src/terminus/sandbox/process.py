@@ -25,8 +25,11 @@ TOOLCHAIN_HOMES = {"RUSTUP_HOME": ".rustup", "PYENV_ROOT": ".pyenv"}
 
 
 def harness_path(path_var: str | None = None) -> str:
-    """The PATH whose toolchains a command sees: the harness's, with the Python environment the harness runs in put
-    first when no virtual environment is on PATH at all. What a command prints (`command -v python3`, the expert's
+    """PATH with the Python environment the harness runs in put first when no virtual environment is on it at all:
+    the PATH the pipeline's stages have (snakemake starts `terminus` with the venv first). A sandbox shows the
+    toolchains of the harness's PATH as it is (a user's `terminus exec` runs their project with their python);
+    held-out evaluation sets this PATH first (`train.evaluate.held_out`), so that its episodes see what the
+    training episodes saw. What a command prints (`command -v python3`, the expert's
     `[toolchain: ...]` line, tracebacks) is what the models read and are scored on, so it must not depend on the shell
     a stage was started from: snakemake starts `terminus` with the venv on PATH, while `.venv/bin/python
     benchmarks/x.py` from a plain shell has none, and its commands once found the host's pyenv shim instead
@@ -82,7 +85,7 @@ class ProcessSandbox(SandboxBase):
     # -- shared ------------------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
         env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
-        env["PATH"] = harness_path(env.get("PATH") or "/usr/local/bin:/usr/bin:/bin")
+        env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         env.setdefault("LANG", "C.UTF-8")
         env.update(
             HOME=self.inside_home,

@@ -32,7 +32,6 @@ from terminus.sandbox.binds import INSIDE_WORKSPACE, parse_bind, parse_binds
 from terminus.sandbox.bwrap import HIDDEN_HOMES, toolchain_binds, venvs_on_path
 from terminus.sandbox.docker import HOST_BINDS, HOST_IMAGE
 from terminus.sandbox.errors import SandboxError
-from terminus.sandbox.process import harness_path
 from terminus.sandbox.spec import Backend, SandboxSpec
 
 # The folders a project keeps its environment in, and what each is.
@@ -151,7 +150,7 @@ def visible(path: str, spec: SandboxSpec, backend: Backend) -> bool:
     if any(_within(path, b.host) for b in shown):
         return True
     if backend is Backend.BWRAP:
-        path_var = harness_path()
+        path_var = os.environ.get("PATH", "")
         if any(_within(path, top) for top in toolchain_binds(path_var, venvs_on_path(path_var))):
             return True
     if backend is Backend.DOCKER and (spec.image or HOST_IMAGE) == HOST_IMAGE:

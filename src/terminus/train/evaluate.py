@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import statistics
 from functools import partial
@@ -23,6 +24,7 @@ from terminus.judge.facts import check, fact_path, observations_of, required_fac
 from terminus.judge.form import usable_answer
 from terminus.models import shared_policy
 from terminus.models.local import warm_imports
+from terminus.sandbox.process import harness_path
 from terminus.sandbox.spec import SandboxSpec
 from terminus.settings import MAX_NEW_TOKENS
 from terminus.tasks.record import Task, load_tasks
@@ -126,6 +128,9 @@ def held_out(
     Besides the rates, where the facts were lost (`judge.facts.fact_path`): `p_command`, the share of episodes in
     which a command printed a required fact; `p_stated_given_printed`, the share of printed facts the answer
     stated. `per_task`: also each task's recall (`recall_per_task`), for intervals over tasks."""
+    # what the training episodes saw: the pipeline's PATH (the venv first), whatever shell started this process;
+    # a benchmark started from a plain shell once showed the host's pyenv shim in every held-out episode
+    os.environ["PATH"] = harness_path()
     tasks = {t.id: t for t in load_tasks(tasks_file) if t.split == split and (task_ids is None or t.id in task_ids)}
     if not tasks:
         among = f" among {sorted(task_ids)}" if task_ids else ""
