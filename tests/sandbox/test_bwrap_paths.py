@@ -13,7 +13,7 @@ import pytest
 
 from terminus.sandbox import SandboxSpec, make_sandbox
 from terminus.sandbox.bwrap import bwrap_path
-from terminus.sandbox.process import harness_path
+from terminus.train.evaluate import harness_path
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
 

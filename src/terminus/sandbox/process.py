@@ -9,7 +9,6 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,27 +21,6 @@ from terminus.sandbox.workspace import SandboxBase, Workspace
 ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME")
 # Where rustup and pyenv keep their toolchains; read-only use is enough, so they are passed through.
 TOOLCHAIN_HOMES = {"RUSTUP_HOME": ".rustup", "PYENV_ROOT": ".pyenv"}
-
-
-def harness_path(path_var: str | None = None) -> str:
-    """PATH with the Python environment the harness runs in put first when no virtual environment is on it at all:
-    the PATH the pipeline's stages have (snakemake starts `terminus` with the venv first). A sandbox shows the
-    toolchains of the harness's PATH as it is (a user's `terminus exec` runs their project with their python);
-    held-out evaluation sets this PATH first (`train.evaluate.held_out`), so that its episodes see what the
-    training episodes saw. What a command prints (`command -v python3`, the expert's
-    `[toolchain: ...]` line, tracebacks) is what the models read and are scored on, so it must not depend on the shell
-    a stage was started from: snakemake starts `terminus` with the venv on PATH, while `.venv/bin/python
-    benchmarks/x.py` from a plain shell has none, and its commands once found the host's pyenv shim instead
-    (`[toolchain: /root/.pyenv/shims/python3 ...]`, a line no training conversation held: the copy control's held-out
-    recall fell from 0.59 to 0.13 on that alone). A PATH that names a venv is left as it is."""
-    path_var = os.environ.get("PATH", "") if path_var is None else path_var
-    if sys.prefix == sys.base_prefix:  # not run from a virtual environment: nothing to add
-        return path_var
-    entries = [e for e in path_var.split(os.pathsep) if e]
-    folders = [e.rstrip("/") for e in entries]
-    if any(f.endswith("/bin") and os.path.isfile(os.path.join(os.path.dirname(f), "pyvenv.cfg")) for f in folders):
-        return path_var
-    return os.pathsep.join([os.path.join(sys.prefix, "bin"), *entries])
 
 
 class ProcessSandbox(SandboxBase):

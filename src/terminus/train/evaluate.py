@@ -13,6 +13,7 @@ import json
 import os
 import random
 import statistics
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from terminus.judge.facts import check, fact_path, observations_of, required_fac
 from terminus.judge.form import usable_answer
 from terminus.models import shared_policy
 from terminus.models.local import warm_imports
-from terminus.sandbox.process import harness_path
+from terminus.sandbox.bwrap import venvs_on_path
 from terminus.sandbox.spec import SandboxSpec
 from terminus.settings import MAX_NEW_TOKENS
 from terminus.tasks.record import Task, load_tasks
@@ -51,6 +52,18 @@ class SwappedPolicy:
                 k += 1
             shown.append(message)
         return self.policy.respond(shown, tools, tool_choice)
+
+
+def harness_path(path_var: str | None = None) -> str:
+    """PATH as the pipeline's stages have it (snakemake starts `terminus` with the venv first): the harness's own
+    virtual environment put first where PATH names none (`sandbox.bwrap.venvs_on_path`), else PATH as it is.
+    `held_out` sets it, so that held-out episodes print what the training episodes printed whatever shell started
+    the benchmark: from a plain shell the expert's `[toolchain: ...]` line once named the host's pyenv shim, a line
+    no training conversation held. The sandbox itself keeps the caller's PATH (a user's `terminus exec`)."""
+    path_var = os.environ.get("PATH", "") if path_var is None else path_var
+    if sys.prefix == sys.base_prefix or venvs_on_path(path_var):
+        return path_var
+    return os.pathsep.join([os.path.join(sys.prefix, "bin"), *(e for e in path_var.split(os.pathsep) if e)])
 
 
 def environment_lines(records: list[dict]) -> set[str]:
